@@ -1,0 +1,237 @@
+//! The client: one multiplexed connection, one client id, one watchdog.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::oneshot;
+
+use crate::watchdog::Watchdog;
+use crate::{Error, Lock, name};
+
+/// The lease of a watchdog-mode lock when no other timeout is configured,
+/// as in Redisson (`lockWatchdogTimeout`).
+pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The shortest watchdog timeout accepted: renewals run every third of it,
+/// and below this they would flood Redis and race their own round trips.
+const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
+
+/// A handle to one Redis server for taking locks.
+///
+/// Cheap to clone: clones share one multiplexed connection (which reconnects
+/// by itself), one client id and one watchdog task. Build it once at start-up
+/// and pass clones around.
+///
+/// The connection and the watchdog run on the Tokio runtime that built the
+/// client; use the client on that runtime.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) conn: ConnectionManager,
+    /// Random per client, like Redisson's client UUID: owner fields are
+    /// `<id>:<n>`, so two processes never mistake each other's holds.
+    id: String,
+    /// A new `n` for every acquisition: reentrancy is opt-in (a later
+    /// feature), so by default two acquisitions in one process exclude each
+    /// other exactly as two processes do.
+    next_owner: AtomicU64,
+    pub(crate) watchdog_timeout: Duration,
+    pub(crate) watchdog: Watchdog,
+    /// Dropped with the last clone of the client, which stops the watchdog
+    /// task at once instead of at its next tick.
+    _stop_watchdog: oneshot::Sender<()>,
+}
+
+impl Inner {
+    pub(crate) fn new_owner_field(&self) -> String {
+        let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.id)
+    }
+}
+
+impl Client {
+    /// Connects with default settings (watchdog timeout 30 s).
+    ///
+    /// `url` is a redis-rs connection URL: `redis://[user:password@]host:port[/db]`.
+    ///
+    /// # Errors
+    ///
+    /// An invalid URL gives an error for which
+    /// [`is_invalid_argument`](Error::is_invalid_argument) is true; an
+    /// unreachable server one for which [`is_connection`](Error::is_connection)
+    /// is true; rejected credentials one for which [`is_auth`](Error::is_auth)
+    /// is true.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-made connection, and
+    /// nothing has been written to Redis.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), redlease::Error> {
+    /// let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
+    /// let guard = client.lock("orders:42").try_lock().await?;
+    /// // ... the critical section ...
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Client, Error> {
+        Client::builder(url).build().await
+    }
+
+    /// Starts configuring a client for `url`.
+    pub fn builder(url: &str) -> ClientBuilder {
+        ClientBuilder {
+            url: url.to_owned(),
+            watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
+            response_timeout: Duration::from_secs(1),
+            connection_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Returns a handle to the lock called `name`. Nothing is sent to Redis
+    /// until the handle is used, and the name is checked then.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// This client's random id, the first part of every owner field it
+    /// writes into lock hashes (`<id>:<n>`).
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The lease of watchdog-mode locks; the watchdog renews them every third
+    /// of it.
+    pub fn watchdog_timeout(&self) -> Duration {
+        self.inner.watchdog_timeout
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .field("watchdog_timeout", &self.inner.watchdog_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`Client`]; made by [`Client::builder`].
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build().await` is called"]
+pub struct ClientBuilder {
+    url: String,
+    watchdog_timeout: Duration,
+    response_timeout: Duration,
+    connection_timeout: Duration,
+}
+
+impl ClientBuilder {
+    /// The lease of watchdog-mode locks (default 30 s). The watchdog renews
+    /// every held lock every third of this, and a lock whose holder died
+    /// frees within this time. At least 30 ms.
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.watchdog_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for any one reply from Redis (default 1 s). A lock
+    /// operation never hangs longer than this on a silent server.
+    pub fn response_timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt may take (default 1 s).
+    pub fn connection_timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Connects and starts the client's watchdog task on the current Tokio
+    /// runtime.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::connect`]; a watchdog timeout under 30 ms or a zero
+    /// timeout gives an error for which
+    /// [`is_invalid_argument`](Error::is_invalid_argument) is true.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: nothing has been written to Redis, and the watchdog task
+    /// is only started once the connection is made.
+    pub async fn build(self) -> Result<Client, Error> {
+        if self.watchdog_timeout < MIN_WATCHDOG_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "watchdog timeout must be at least {MIN_WATCHDOG_TIMEOUT:?}, but found {:?}",
+                self.watchdog_timeout
+            )));
+        }
+        name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
+        for (what, t) in [
+            ("response timeout", self.response_timeout),
+            ("connection timeout", self.connection_timeout),
+        ] {
+            if t.is_zero() {
+                return Err(Error::invalid(format!("{what} must not be zero")));
+            }
+        }
+        let client = redis::Client::open(self.url.as_str()).map_err(|e| {
+            Error::invalid(format!("invalid redis url {:?}: {e}", redact(&self.url)))
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(self.response_timeout))
+            .set_connection_timeout(Some(self.connection_timeout))
+            // Few, quick reconnect attempts: a lock call should fail fast
+            // while Redis is down, and the next call tries again anyway.
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_with_config(client, config).await?;
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
+        let id = uuid::Uuid::new_v4().to_string();
+        tracing::debug!(client_id = %id, "redlease client connected");
+        Ok(Client {
+            inner: Arc::new(Inner {
+                conn,
+                id,
+                next_owner: AtomicU64::new(1),
+                watchdog_timeout: self.watchdog_timeout,
+                watchdog,
+                _stop_watchdog: stop_tx,
+            }),
+        })
+    }
+}
+
+/// Hides a password in a URL before it goes into an error message.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_credentials() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+}

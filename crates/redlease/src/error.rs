@@ -1,0 +1,245 @@
+//! The one error type of the crate.
+//!
+//! Callers branch on a few outcomes (the lock is busy, the lock was no
+//! longer ours, the input was bad, Redis is unreachable), so [`Error`] is an
+//! opaque struct queried through [`Error::kind`] and `is_*` predicates, in the
+//! style of redis-rs and jiff. Keeping the representation private lets us add
+//! context later without breaking anyone.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What went wrong, for callers that prefer a `match` over the `is_*`
+/// predicates on [`Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The lock is held by another owner and the wait (if any) ran out.
+    Busy,
+    /// The lock was released, expired or taken over before we released it.
+    NotOwner,
+    /// A lock name, lease or option was rejected before anything was sent.
+    InvalidArgument,
+    /// The lock key holds a Redis value that is not a lock (`WRONGTYPE`).
+    WrongType,
+    /// The server refused our credentials or demands them (`NOAUTH`,
+    /// `WRONGPASS`).
+    Auth,
+    /// The server is a read-only replica (`READONLY`): locks must be taken on
+    /// the master.
+    ReadOnly,
+    /// Redis did not answer in time; the command may or may not have run.
+    Timeout,
+    /// The connection could not be made or was lost.
+    Connection,
+    /// Any other error reported by Redis or by the Redis client.
+    Redis,
+}
+
+/// An error from a lock operation.
+///
+/// Use the predicates ([`is_busy`](Error::is_busy),
+/// [`is_not_owner`](Error::is_not_owner), ...) or [`kind`](Error::kind) to
+/// branch; the `Display` output is for people and may change.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct Inner {
+    kind: ErrorKind,
+    /// The lock name, when the error is about one lock.
+    key: Option<String>,
+    /// How long the caller waited before a busy error.
+    waited: Option<Duration>,
+    message: String,
+    #[source]
+    source: Option<redis::RedisError>,
+}
+
+impl Error {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            inner: Box::new(Inner {
+                kind,
+                key: None,
+                waited: None,
+                message: message.into(),
+                source: None,
+            }),
+        }
+    }
+
+    pub(crate) fn busy(key: &str, waited: Duration) -> Error {
+        let mut e = Error::new(
+            ErrorKind::Busy,
+            format!("lock {key:?} is busy (waited {waited:?})"),
+        );
+        e.inner.key = Some(key.to_owned());
+        e.inner.waited = Some(waited);
+        e
+    }
+
+    pub(crate) fn not_owner(key: &str) -> Error {
+        Error::new(
+            ErrorKind::NotOwner,
+            format!("lock {key:?} is not held by this guard (it expired, was released or was taken over)"),
+        )
+        .with_key(key)
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn with_key(mut self, key: &str) -> Error {
+        self.inner.key = Some(key.to_owned());
+        self
+    }
+
+    /// Returns the kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// Returns true if and only if the lock was held by another owner for the
+    /// whole wait. [`key`](Error::key) and [`waited`](Error::waited) say which
+    /// lock and for how long.
+    pub fn is_busy(&self) -> bool {
+        self.inner.kind == ErrorKind::Busy
+    }
+
+    /// Returns true if and only if an owner-checked operation found that the
+    /// lock was no longer ours (expired, released, or taken by someone else).
+    pub fn is_not_owner(&self) -> bool {
+        self.inner.kind == ErrorKind::NotOwner
+    }
+
+    /// Returns true if and only if the input was rejected before anything was
+    /// sent to Redis.
+    pub fn is_invalid_argument(&self) -> bool {
+        self.inner.kind == ErrorKind::InvalidArgument
+    }
+
+    /// Returns true if and only if the lock key holds a value that is not a
+    /// lock hash.
+    pub fn is_wrong_type(&self) -> bool {
+        self.inner.kind == ErrorKind::WrongType
+    }
+
+    /// Returns true if and only if Redis rejected or demanded credentials.
+    pub fn is_auth(&self) -> bool {
+        self.inner.kind == ErrorKind::Auth
+    }
+
+    /// Returns true if and only if the server is a read-only replica.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.kind == ErrorKind::ReadOnly
+    }
+
+    /// Returns true if and only if Redis did not answer in time. The command
+    /// may have run: an acquire that timed out is released in the background.
+    pub fn is_timeout(&self) -> bool {
+        self.inner.kind == ErrorKind::Timeout
+    }
+
+    /// Returns true if and only if the connection to Redis could not be made
+    /// or was lost.
+    pub fn is_connection(&self) -> bool {
+        self.inner.kind == ErrorKind::Connection
+    }
+
+    /// The lock name this error is about, if it is about one lock.
+    pub fn key(&self) -> Option<&str> {
+        self.inner.key.as_deref()
+    }
+
+    /// For a busy error, how long the caller waited before giving up.
+    pub fn waited(&self) -> Option<Duration> {
+        self.inner.waited
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Error {
+        use redis::{ErrorKind as K, ServerErrorKind as S};
+        let kind = match err.kind() {
+            K::AuthenticationFailed => ErrorKind::Auth,
+            K::Server(S::ReadOnly) => ErrorKind::ReadOnly,
+            K::Server(S::NoPerm) => ErrorKind::Auth,
+            _ if err.is_timeout() => ErrorKind::Timeout,
+            _ if err.is_connection_refusal()
+                || err.is_connection_dropped()
+                || err.is_io_error() =>
+            {
+                ErrorKind::Connection
+            }
+            // Errors raised by `redis.call` inside a script keep the
+            // command's own code, and some codes have no `ServerErrorKind`.
+            _ => match err.code() {
+                Some("WRONGTYPE") => ErrorKind::WrongType,
+                Some("NOAUTH" | "WRONGPASS") => ErrorKind::Auth,
+                Some("READONLY") => ErrorKind::ReadOnly,
+                _ => ErrorKind::Redis,
+            },
+        };
+        let message = match kind {
+            ErrorKind::WrongType => "lock key holds a value that is not a lock".to_owned(),
+            ErrorKind::Auth => format!("redis authentication failed: {err}"),
+            ErrorKind::ReadOnly => {
+                "redis server is a read-only replica; locks must be taken on the master".to_owned()
+            }
+            ErrorKind::Timeout => format!("redis did not answer in time: {err}"),
+            ErrorKind::Connection => format!("cannot reach redis: {err}"),
+            _ => format!("redis error: {err}"),
+        };
+        let mut e = Error::new(kind, message);
+        e.inner.source = Some(err);
+        e
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.inner, f)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.inner.kind)
+            .field("key", &self.inner.key)
+            .field("waited", &self.inner.waited)
+            .field("message", &self.inner.message)
+            .field("source", &self.inner.source)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&*self.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_carries_key_and_wait() {
+        let e = Error::busy("orders:1", Duration::from_millis(250));
+        assert!(e.is_busy());
+        assert_eq!(e.key(), Some("orders:1"));
+        assert_eq!(e.waited(), Some(Duration::from_millis(250)));
+        assert_eq!(e.to_string(), "lock \"orders:1\" is busy (waited 250ms)");
+    }
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+}

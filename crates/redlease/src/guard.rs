@@ -1,0 +1,279 @@
+//! The guard of a held lock: unlock, ownership checks, loss notification,
+//! and the best-effort release on Drop.
+
+use std::fmt;
+use std::future::pending;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+
+use crate::watchdog::LostSender;
+use crate::{Client, Error, ErrorKind, name, scripts};
+
+/// Why a guard's lock is no longer (or may no longer be) ours; returned by
+/// [`LockGuard::lost`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The fixed lease ran out by our clock.
+    Expired,
+    /// A renewal found the key gone or held by another owner (deleted,
+    /// force-unlocked, or expired and re-acquired).
+    OwnerChanged,
+    /// Renewals failed (Redis unreachable or silent) until the lease could
+    /// have expired by our clock.
+    RenewalFailed,
+}
+
+impl fmt::Display for LostReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LostReason::Expired => "the fixed lease expired",
+            LostReason::OwnerChanged => "the lock was deleted or taken by another owner",
+            LostReason::RenewalFailed => "renewals failed until the lease could have expired",
+        })
+    }
+}
+
+pub(crate) enum LeaseMode {
+    /// Renewed by the client's watchdog.
+    Watchdog,
+    /// Never renewed; gone at `expires_at` by our clock (the acquire was sent
+    /// before this instant minus the lease, so Redis expires it no earlier).
+    Fixed { expires_at: Instant },
+}
+
+/// A held lock. Release it with [`unlock`](LockGuard::unlock).
+///
+/// Dropping a guard without `unlock` releases the lock in the background on
+/// the current Tokio runtime: it never blocks and never panics, but nobody
+/// learns whether the release worked. With no runtime (dropped on a plain
+/// thread), the guard only stops the watchdog, and the lock expires after its
+/// lease.
+#[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
+#[clippy::has_significant_drop]
+pub struct LockGuard {
+    client: Client,
+    name: Arc<str>,
+    /// `<client-id>:<n>`, unique to this acquisition.
+    field: Arc<str>,
+    /// Restored by the release script when other holds of this field remain.
+    lease_ms: u64,
+    mode: LeaseMode,
+    /// Set by the watchdog; a fixed lease is judged by its expiry instead.
+    lost: LostSender,
+    watchdog_id: Option<u64>,
+    /// False once the release reply arrived: Drop has nothing left to do.
+    armed: bool,
+}
+
+impl LockGuard {
+    pub(crate) fn new(
+        client: Client,
+        name: Arc<str>,
+        field: Arc<str>,
+        lease_ms: u64,
+        mode: LeaseMode,
+        sent_at: Instant,
+    ) -> LockGuard {
+        let lost: LostSender = Arc::new(watch::channel(None).0);
+        let watchdog_id = match mode {
+            LeaseMode::Watchdog => Some(client.inner.watchdog.register(
+                name.clone(),
+                field.clone(),
+                sent_at,
+                lost.clone(),
+            )),
+            LeaseMode::Fixed { .. } => None,
+        };
+        LockGuard {
+            client,
+            name,
+            field,
+            lease_ms,
+            mode,
+            lost,
+            watchdog_id,
+            armed: true,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner field this guard holds in the lock hash
+    /// (`<client-id>:<n>`), as Redisson tools show it.
+    pub fn owner(&self) -> &str {
+        &self.field
+    }
+
+    /// Releases the lock, checking that it is still ours. Unlocking stops the
+    /// watchdog for this lock before the release is sent.
+    ///
+    /// # Errors
+    ///
+    /// An error for which [`is_not_owner`](Error::is_not_owner) is true when
+    /// the lock had already expired, been deleted or been taken by another
+    /// owner (whose hold is left untouched); connection and server errors as
+    /// they come, after which the lock expires at the end of its lease.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the guard, so the release is still sent, in
+    /// the background, as for any dropped guard.
+    pub async fn unlock(mut self) -> Result<(), Error> {
+        self.stop_watchdog();
+        let result = release(&self.client, &self.name, &self.field, self.lease_ms).await;
+        match &result {
+            // Only a lost reply leaves the release undone for sure; then
+            // Drop tries once more in the background.
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection) => {}
+            _ => self.armed = false,
+        }
+        result
+    }
+
+    /// Asks Redis whether this guard still holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// Connection and server errors. A key that now holds a non-lock value is
+    /// reported as not held.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn is_held(&self) -> Result<bool, Error> {
+        let mut conn = self.client.inner.conn.clone();
+        let reply: Result<bool, _> = redis::cmd("HEXISTS")
+            .arg(&*self.name)
+            .arg(&*self.field)
+            .query_async(&mut conn)
+            .await;
+        match reply.map_err(|e| Error::from(e).with_key(&self.name)) {
+            Err(e) if e.is_wrong_type() => Ok(false),
+            other => other,
+        }
+    }
+
+    /// Resolves when the library knows or must assume that the lock is no
+    /// longer ours, with the reason:
+    ///
+    /// * watchdog mode: a renewal found the key gone or held by another owner
+    ///   ([`LostReason::OwnerChanged`]), or renewals failed until the lease
+    ///   could have expired by the local monotonic clock
+    ///   ([`LostReason::RenewalFailed`]);
+    /// * fixed lease: the lease ran out ([`LostReason::Expired`]).
+    ///
+    /// Pending for as long as the lock is held. Use it to stop work that
+    /// must not outlive the lock, for example in `tokio::select!`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the loss is recorded in the guard, so a later call (or
+    /// [`is_lost`](LockGuard::is_lost)) still sees it.
+    pub async fn lost(&self) -> LostReason {
+        let mut rx = self.lost.subscribe();
+        let signalled = async move {
+            // Copy the value out: the borrow must not live across an await.
+            let reason = rx.wait_for(Option::is_some).await.map(|r| *r);
+            match reason {
+                Ok(reason) => reason.unwrap_or(LostReason::OwnerChanged),
+                // The guard owns a sender, so the channel cannot close.
+                Err(_) => pending().await,
+            }
+        };
+        match self.mode {
+            LeaseMode::Watchdog => signalled.await,
+            LeaseMode::Fixed { expires_at } => tokio::select! {
+                reason = signalled => reason,
+                _ = sleep_until(expires_at) => LostReason::Expired,
+            },
+        }
+    }
+
+    /// Returns true if and only if [`lost`](LockGuard::lost) would resolve now.
+    pub fn is_lost(&self) -> bool {
+        match self.mode {
+            LeaseMode::Fixed { expires_at } if Instant::now() >= expires_at => true,
+            _ => self.lost.borrow().is_some(),
+        }
+    }
+
+    fn stop_watchdog(&mut self) {
+        if let Some(id) = self.watchdog_id.take() {
+            self.client.inner.watchdog.deregister(id);
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        self.stop_watchdog();
+        if self.armed {
+            release_in_background(&self.client, &self.name, &self.field, self.lease_ms);
+        }
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.name)
+            .field("owner", &self.field)
+            .field(
+                "mode",
+                &match self.mode {
+                    LeaseMode::Watchdog => "watchdog",
+                    LeaseMode::Fixed { .. } => "fixed lease",
+                },
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the owner-checked release script once.
+async fn release(client: &Client, key: &str, field: &str, lease_ms: u64) -> Result<(), Error> {
+    let mut conn = client.inner.conn.clone();
+    let reply = scripts::RELEASE
+        .key(key)
+        .key(name::channel(key))
+        .arg(scripts::UNLOCK_MESSAGE)
+        .arg(lease_ms)
+        .arg(field)
+        .invoke_async::<Option<i64>>(&mut conn)
+        .await
+        .map_err(|e| Error::from(e).with_key(key))?;
+    tracing::debug!(key, released = ?reply, "unlock");
+    match reply {
+        Some(_) => Ok(()),
+        None => Err(Error::not_owner(key)),
+    }
+}
+
+/// Sends the release on the current runtime without waiting for it; does
+/// nothing without a runtime. Used by Drop and by cancelled acquires.
+pub(crate) fn release_in_background(
+    client: &Client,
+    key: &Arc<str>,
+    field: &Arc<str>,
+    lease_ms: u64,
+) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::debug!(key = %key, "no runtime to release in; the lock will expire after its lease");
+        return;
+    };
+    let (client, key, field) = (client.clone(), key.clone(), field.clone());
+    // A runtime that is shutting down drops the task unpolled; the lease
+    // then frees the lock.
+    drop(handle.spawn(async move {
+        match release(&client, &key, &field, lease_ms).await {
+            Ok(()) => tracing::debug!(key = %key, "released in the background"),
+            Err(e) if e.is_not_owner() => {}
+            Err(e) => tracing::warn!(key = %key, error = %e, "background release failed; the lock will expire after its lease"),
+        }
+    }));
+}

@@ -1,0 +1,106 @@
+//! Distributed locks on Redis, compatible with Redisson.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn demo() -> Result<(), redlease::Error> {
+//! let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
+//!
+//! // Watchdog mode: held for as long as the guard lives.
+//! let guard = client.lock("sales:receipt:lock:42").try_lock_for(Duration::from_secs(3)).await?;
+//! // ... the critical section ...
+//! guard.unlock().await?;
+//!
+//! // Fixed lease: expires after 10 s whatever happens, never renewed.
+//! match client.lock("payroll:2026-11").lease(Duration::from_secs(10)).try_lock().await {
+//!     Ok(guard) => guard.unlock().await?,
+//!     Err(e) if e.is_busy() => println!("busy, try again later"),
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What a lock gives you
+//!
+//! 1. **Atomic acquire** with a unique owner and an expiry, in one script.
+//! 2. **Owner-checked release**: a guard never deletes someone else's lock.
+//! 3. **Watchdog renewal** by default (30 s lease renewed every 10 s, check
+//!    and extend in one script), or a **fixed lease** ([`Lock::lease`]);
+//!    never both.
+//! 4. **Bounded waiting**: [`Lock::try_lock_for`] gives up with an error for
+//!    which [`Error::is_busy`] is true.
+//! 5. **Loss notification**: [`LockGuard::lost`] resolves when the lock is
+//!    (or must be assumed) no longer ours.
+//!
+//! A Redis lock is a coordination tool, not a proof of exclusion: a holder
+//! that pauses past its lease, or a Redis failover, can let two holders
+//! overlap. Where overlap would lose money, keep the invariant in the
+//! database too (a unique constraint or a conditional update).
+//!
+//! # Redisson compatibility
+//!
+//! Locks use Redisson's `RLock` layout: the key is a hash with one field
+//! `<client-uuid>:<owner>` holding the hold count, the lease is the key's
+//! `PEXPIRE`, and a release publishes `0` on `redisson_lock__channel:{name}`.
+//! Java services on Redisson and Rust services on redlease therefore exclude
+//! each other on the same key.
+//!
+//! # Layout
+//!
+//! * `client.rs`: [`Client`] and [`ClientBuilder`]: the connection, the
+//!   client id, the watchdog's lifetime.
+//! * `lock.rs`: [`Lock`], the acquire loop and its cancel safety.
+//! * `guard.rs`: [`LockGuard`]: unlock, `is_held`, `lost`, Drop.
+//! * `watchdog.rs`: the per-client renewal task and its failure rule.
+//! * `wait.rs`: how waiters sleep between attempts.
+//! * `scripts.rs`: every Lua script, with its KEYS/ARGV/return contract.
+//! * `name.rs`: name and lease validation, derived key names.
+//! * `error.rs`: [`Error`] and [`ErrorKind`].
+
+#![forbid(unsafe_code)]
+
+mod client;
+mod error;
+mod guard;
+mod lock;
+mod name;
+mod scripts;
+mod wait;
+mod watchdog;
+
+pub use client::{Client, ClientBuilder, DEFAULT_WATCHDOG_TIMEOUT};
+pub use error::{Error, ErrorKind};
+pub use guard::{LockGuard, LostReason};
+pub use lock::Lock;
+pub use name::MAX_NAME_LEN;
+pub use scripts::lua_scripts;
+
+#[cfg(test)]
+mod bounds {
+    //! Compile-time checks that the public types and futures can cross tasks.
+
+    use super::*;
+
+    fn is_send_sync_static<T: Send + Sync + 'static>(_: &T) {}
+    fn is_send<T: Send>(_: &T) {}
+
+    #[allow(
+        dead_code,
+        unreachable_code,
+        unused_variables,
+        clippy::diverging_sub_expression
+    )]
+    fn bounds(client: Client, lock: Lock, guard: LockGuard) {
+        is_send_sync_static(&client);
+        is_send_sync_static(&lock);
+        is_send_sync_static(&guard);
+        is_send(&Client::connect("redis://x"));
+        is_send(&lock.try_lock());
+        is_send(&lock.try_lock_for(std::time::Duration::ZERO));
+        is_send(&lock.lock());
+        is_send(&guard.is_held());
+        is_send(&guard.lost());
+        is_send(&guard.unlock());
+    }
+}

@@ -1,0 +1,241 @@
+//! The lock handle and the acquire loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::guard::{LeaseMode, LockGuard, release_in_background};
+use crate::{Client, Error, ErrorKind, name, scripts, wait};
+
+/// A handle to one named lock; made by [`Client::lock`].
+///
+/// Cheap to clone, and holds nothing in Redis by itself: each successful
+/// acquire returns a [`LockGuard`], and each guard is a separate hold.
+///
+/// # Lease modes
+///
+/// By default the lock uses the **watchdog**: its lease is the client's
+/// [watchdog timeout](crate::ClientBuilder::watchdog_timeout) and the
+/// client renews it every third of that for as long as the guard lives, so
+/// work of any length stays protected and a crashed holder frees the lock
+/// within one timeout. [`Lock::lease`] selects a **fixed lease** instead: no
+/// renewal, the lock expires after the lease whatever happens. The two modes
+/// are never mixed on one guard.
+#[derive(Clone, Debug)]
+pub struct Lock {
+    client: Client,
+    name: Arc<str>,
+    /// `None`: watchdog mode.
+    lease: Option<Duration>,
+}
+
+/// What one acquire attempt found.
+enum Attempt {
+    Acquired(LockGuard),
+    /// Held by someone else, with this much time to live (`None`: the key
+    /// has no expiry).
+    Busy(Option<Duration>),
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: String) -> Lock {
+        Lock {
+            client,
+            name: name.into(),
+            lease: None,
+        }
+    }
+
+    /// Selects a fixed lease: the lock expires `lease` after it is acquired
+    /// and is never renewed. A lease under 1 ms is rejected when the lock is
+    /// used.
+    pub fn lease(mut self, lease: Duration) -> Lock {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// The lock's name, which is also its Redis key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Makes one attempt to acquire the lock.
+    ///
+    /// # Errors
+    ///
+    /// An error for which [`is_busy`](Error::is_busy) is true when another
+    /// owner holds the lock; [`is_invalid_argument`](Error::is_invalid_argument)
+    /// for a bad name or lease; [`is_wrong_type`](Error::is_wrong_type) when
+    /// the key holds a non-lock value; connection and server errors as they
+    /// come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future never leaves a lock held by nobody: if the acquire
+    /// request may already have been sent, a release of this attempt's owner
+    /// field is sent after it in the background (same connection, so it runs
+    /// after the acquire), and the lock is free again within one round trip.
+    pub async fn try_lock(&self) -> Result<LockGuard, Error> {
+        let lease_ms = self.prepare()?;
+        let started = Instant::now();
+        match self.attempt(lease_ms).await? {
+            Attempt::Acquired(guard) => Ok(guard),
+            Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
+        }
+    }
+
+    /// Tries to acquire the lock until `wait` has passed.
+    ///
+    /// Between attempts it sleeps with jittered backoff, never longer than
+    /// the holder's remaining lease nor past the end of `wait`, where it makes
+    /// one last attempt. A `wait` of zero is [`try_lock`](Lock::try_lock).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](Lock::try_lock); the busy error carries how long it
+    /// waited ([`Error::waited`]). Any other error ends the wait at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Lock::try_lock): dropping the future (for example
+    /// under `tokio::time::timeout`) leaves no lock behind.
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
+        let lease_ms = self.prepare()?;
+        self.acquire_loop(lease_ms, Some(wait)).await
+    }
+
+    /// Waits until the lock is acquired.
+    ///
+    /// # Errors
+    ///
+    /// Never busy; invalid input, connection and server errors end the wait.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Lock::try_lock): dropping the future leaves no lock
+    /// behind.
+    pub async fn lock(&self) -> Result<LockGuard, Error> {
+        let lease_ms = self.prepare()?;
+        self.acquire_loop(lease_ms, None).await
+    }
+
+    /// Validates the input and returns the lease to request, in ms.
+    fn prepare(&self) -> Result<u64, Error> {
+        name::validate(&self.name)?;
+        match self.lease {
+            Some(lease) => name::lease_millis("lease", lease),
+            None => name::lease_millis("watchdog timeout", self.client.inner.watchdog_timeout),
+        }
+        .map_err(|e| e.with_key(&self.name))
+    }
+
+    async fn acquire_loop(
+        &self,
+        lease_ms: u64,
+        wait: Option<Duration>,
+    ) -> Result<LockGuard, Error> {
+        let started = Instant::now();
+        let deadline = wait.map(|w| started + w);
+        let mut attempt = 0u32;
+        loop {
+            let holder_ttl = match self.attempt(lease_ms).await? {
+                Attempt::Acquired(guard) => return Ok(guard),
+                Attempt::Busy(ttl) => ttl,
+            };
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(Error::busy(&self.name, now - started));
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            wait::pause(attempt, holder_ttl, remaining).await;
+            attempt = attempt.saturating_add(1);
+        }
+    }
+
+    /// Runs the acquire script once.
+    async fn attempt(&self, lease_ms: u64) -> Result<Attempt, Error> {
+        let inner = &self.client.inner;
+        let field: Arc<str> = inner.new_owner_field().into();
+        // Armed until we know the outcome: if this future is dropped while
+        // the request may be in Redis, the field is released behind it.
+        let mut pending = PendingAcquire {
+            client: Some(self.client.clone()),
+            name: self.name.clone(),
+            field: field.clone(),
+            lease_ms,
+        };
+        let mut conn = inner.conn.clone();
+        let sent_at = Instant::now();
+        let reply = scripts::ACQUIRE
+            .key(&*self.name)
+            .arg(lease_ms)
+            .arg(&*field)
+            .invoke_async::<Option<i64>>(&mut conn)
+            .await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(err) => {
+                let err = Error::from(err).with_key(&self.name);
+                // A server error means the script ran and refused (or never
+                // ran); only a lost or late reply leaves the outcome unknown.
+                if !matches!(err.kind(), ErrorKind::Timeout | ErrorKind::Connection) {
+                    pending.disarm();
+                }
+                tracing::debug!(key = %self.name, error = %err, "acquire failed");
+                return Err(err);
+            }
+        };
+        pending.disarm();
+        match reply {
+            None => {
+                let mode = match self.lease {
+                    Some(lease) => LeaseMode::Fixed {
+                        expires_at: sent_at + lease,
+                    },
+                    None => LeaseMode::Watchdog,
+                };
+                tracing::debug!(key = %self.name, "lock acquired");
+                Ok(Attempt::Acquired(LockGuard::new(
+                    self.client.clone(),
+                    self.name.clone(),
+                    field,
+                    lease_ms,
+                    mode,
+                    sent_at,
+                )))
+            }
+            Some(ttl) => Ok(Attempt::Busy(
+                u64::try_from(ttl).ok().map(Duration::from_millis),
+            )),
+        }
+    }
+}
+
+/// Releases an acquire attempt whose outcome is unknown when it is dropped.
+struct PendingAcquire {
+    /// `None` once disarmed.
+    client: Option<Client>,
+    name: Arc<str>,
+    field: Arc<str>,
+    lease_ms: u64,
+}
+
+impl PendingAcquire {
+    fn disarm(&mut self) {
+        self.client = None;
+    }
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            release_in_background(&client, &self.name, &self.field, self.lease_ms);
+        }
+    }
+}

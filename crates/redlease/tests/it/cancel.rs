@@ -1,0 +1,163 @@
+//! Cancel safety: dropped futures and dropped guards leave no lock behind.
+
+use std::time::Duration;
+
+use crate::support::{
+    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, exists, unique,
+};
+
+const SOON: Duration = Duration::from_secs(2);
+
+/// A `lock()` cancelled while waiting leaves nothing: once the holder
+/// releases, the key is gone and anyone can take it at once.
+#[tokio::test]
+async fn cancelled_waiting_lock_leaves_nothing() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("cancel-wait");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    for _ in 0..5 {
+        let r = tokio::time::timeout(Duration::from_millis(60), b.lock(&name).lock()).await;
+        assert!(r.is_err(), "acquired a held lock");
+    }
+    held.unlock().await.unwrap();
+    assert!(eventually(SOON, || !exists(server, &name)).await.is_some());
+    b.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// An acquire cancelled while its request sits in a frozen server: when the
+/// server resumes the acquire runs, and the release sent behind it frees
+/// the lock at once rather than after the 30 s lease.
+#[tokio::test]
+async fn cancelled_in_flight_acquire_is_released() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .unwrap();
+    let name = unique("cancel-in-flight");
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    let before = evalsha_calls(&server);
+    server.pause();
+    let r = tokio::time::timeout(Duration::from_millis(100), c.lock(&name).lock()).await;
+    assert!(r.is_err());
+    server.resume();
+    let ran = eventually(SOON, || evalsha_calls(&server) >= before + 2).await;
+    assert!(
+        ran.is_some(),
+        "the acquire and its release did not both run"
+    );
+    assert!(
+        !exists(&server, &name),
+        "cancelled acquire left the lock held"
+    );
+}
+
+/// Dropping the guard without `unlock` releases in the background: a waiter
+/// gets the lock long before the lease would have run out.
+#[tokio::test]
+async fn dropped_guard_releases_in_background() {
+    let (a, b) = (client().await, client().await);
+    let name = unique("drop");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let waiter = {
+        let lock = b.lock(&name);
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(5)).await })
+    };
+    drop(held);
+    let g = tokio::time::timeout(SOON, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    g.unlock().await.unwrap();
+}
+
+/// A cancelled `unlock()` still releases (the guard's Drop takes over).
+#[tokio::test]
+async fn cancelled_unlock_still_releases() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("cancel-unlock");
+    let g = c.lock(&name).try_lock().await.unwrap();
+    {
+        // Poll the unlock once (sending the release), then drop it.
+        let unlock = g.unlock();
+        tokio::pin!(unlock);
+        tokio::select! {
+            biased;
+            _ = &mut unlock => panic!("unlock finished without waiting for redis"),
+            _ = std::future::ready(()) => {}
+        }
+    }
+    assert!(eventually(SOON, || !exists(server, &name)).await.is_some());
+    // Dropped before its first poll: only the guard's Drop can release.
+    let g = c.lock(&name).try_lock().await.unwrap();
+    drop(g.unlock());
+    assert!(eventually(SOON, || !exists(server, &name)).await.is_some());
+}
+
+/// A task aborted while holding a guard, and a task that panics while
+/// holding one, both release the lock.
+#[tokio::test]
+async fn aborted_and_panicking_holders_release() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let (aborted, panicked) = (unique("abort"), unique("panic"));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let lock = c.lock(&aborted);
+    let task = tokio::spawn(async move {
+        let _g = lock.try_lock().await.unwrap();
+        tx.send(()).unwrap();
+        std::future::pending::<()>().await;
+    });
+    rx.await.unwrap();
+    assert!(exists(server, &aborted));
+    task.abort();
+    assert!(
+        eventually(SOON, || !exists(server, &aborted))
+            .await
+            .is_some()
+    );
+
+    let lock = c.lock(&panicked);
+    let task = tokio::spawn(async move {
+        let _g = lock.try_lock().await.unwrap();
+        panic!("boom while holding the lock");
+    });
+    assert!(task.await.unwrap_err().is_panic());
+    assert!(
+        eventually(SOON, || !exists(server, &panicked))
+            .await
+            .is_some()
+    );
+}
+
+/// Dropped on a thread with no runtime, a guard neither panics nor blocks;
+/// it stops the watchdog, so the lock expires after one timeout.
+#[tokio::test]
+async fn drop_without_runtime_stops_renewal() {
+    let server = RedisServer::start();
+    let timeout = Duration::from_millis(300);
+    let c = client_with_watchdog(&server, timeout).await;
+    let name = unique("no-runtime");
+    let g = c.lock(&name).try_lock().await.unwrap();
+    std::thread::spawn(move || drop(g)).join().unwrap();
+    assert!(exists(&server, &name), "released without a runtime?");
+    let gone = eventually(Duration::from_secs(2), || !exists(&server, &name)).await;
+    let gone = gone.expect("lock still renewed after its guard was dropped");
+    assert!(gone <= timeout + Duration::from_millis(50), "{gone:?}");
+}

@@ -1,0 +1,293 @@
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    RedisServer, ServerOptions, client, evalsha_calls, eventually, exists, pttl, unique,
+};
+
+/// Empty and oversized names are rejected before anything is sent, by every
+/// acquire method.
+#[tokio::test]
+async fn bad_names_are_invalid_arguments() {
+    let c = client().await;
+    for name in [String::new(), "x".repeat(redlease::MAX_NAME_LEN + 1)] {
+        let lock = c.lock(&name);
+        for err in [
+            lock.try_lock().await.unwrap_err(),
+            lock.try_lock_for(Duration::from_secs(1)).await.unwrap_err(),
+            lock.lock().await.unwrap_err(),
+        ] {
+            assert!(err.is_invalid_argument(), "{err:?}");
+        }
+    }
+    let err = c.lock("").try_lock().await.unwrap_err();
+    assert_eq!(err.to_string(), "lock name must not be empty");
+}
+
+/// Zero and sub-millisecond leases are rejected; nothing is written.
+#[tokio::test]
+async fn zero_lease_is_invalid_argument() {
+    let c = client().await;
+    let name = unique("zero-lease");
+    for lease in [Duration::ZERO, Duration::from_micros(999)] {
+        let err = c.lock(&name).lease(lease).try_lock().await.unwrap_err();
+        assert!(err.is_invalid_argument(), "{err:?}");
+        assert_eq!(err.key(), Some(name.as_str()));
+    }
+    assert!(!exists(RedisServer::shared(), &name));
+}
+
+/// Bad client settings and URLs are invalid arguments, not panics.
+#[tokio::test]
+async fn bad_client_settings_are_invalid_arguments() {
+    let url = RedisServer::shared().url();
+    for timeout in [Duration::ZERO, Duration::from_millis(29)] {
+        let err = redlease::Client::builder(&url)
+            .watchdog_timeout(timeout)
+            .build()
+            .await
+            .unwrap_err();
+        assert!(err.is_invalid_argument(), "{err:?}");
+    }
+    let err = redlease::Client::builder(&url)
+        .response_timeout(Duration::ZERO)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    let err = redlease::Client::connect("http://user:hunter2@nowhere")
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    assert!(
+        !err.to_string().contains("hunter2"),
+        "password leaked into {err}"
+    );
+}
+
+/// A key holding a non-lock value gives a wrong-type error at once (no
+/// waiting), and the value is left untouched.
+#[tokio::test]
+async fn wrong_type_key_is_reported_and_untouched() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("wrongtype");
+    let mut conn = server.connection();
+    redis::cmd("SET")
+        .arg(&name)
+        .arg("not a lock")
+        .exec(&mut conn)
+        .unwrap();
+    let err = c.lock(&name).try_lock().await.unwrap_err();
+    assert!(err.is_wrong_type(), "{err:?}");
+    let start = Instant::now();
+    let err = c
+        .lock(&name)
+        .try_lock_for(Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.is_wrong_type(), "{err:?}");
+    assert!(start.elapsed() < Duration::from_millis(500));
+    assert_eq!(err.to_string(), "lock key holds a value that is not a lock");
+    let value: String = redis::cmd("GET").arg(&name).query(&mut conn).unwrap();
+    assert_eq!(value, "not a lock");
+    assert_eq!(pttl(server, &name), -1);
+}
+
+/// A guard whose key was replaced by a non-lock value: `is_held` says no,
+/// and unlock reports the wrong type without deleting the value.
+#[tokio::test]
+async fn key_replaced_by_string_while_held() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("replaced-by-string");
+    let g = c.lock(&name).try_lock().await.unwrap();
+    redis::cmd("SET")
+        .arg(&name)
+        .arg("v")
+        .exec(&mut server.connection())
+        .unwrap();
+    assert!(!g.is_held().await.unwrap());
+    let err = g.unlock().await.unwrap_err();
+    assert!(err.is_wrong_type(), "{err:?}");
+    assert!(exists(server, &name));
+}
+
+/// After `SCRIPT FLUSH` every script is reloaded on its own: acquire,
+/// renewal and release keep working.
+#[tokio::test]
+async fn noscript_after_script_flush_is_handled() {
+    let server = RedisServer::start();
+    let c = crate::support::client_with_watchdog(&server, Duration::from_millis(150)).await;
+    let name = unique("noscript");
+    let mut conn = server.connection();
+    let g = c.lock(&name).try_lock().await.unwrap();
+    redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
+    // Several renewal periods: renewal must reload its script.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!g.is_lost());
+    assert!(pttl(&server, &name) > 0);
+    redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
+    g.unlock().await.unwrap();
+    redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// Nothing listening: connect fails quickly with a connection error.
+#[tokio::test]
+async fn connection_refused_is_a_connection_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = Instant::now();
+    let err = redlease::Client::connect(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection(), "{err:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// A server with a password: a wrong password fails at connect, a missing
+/// one at the first lock, both as auth errors; the right one works.
+#[tokio::test]
+async fn auth_failures_are_auth_errors() {
+    let server = RedisServer::start_with(ServerOptions {
+        password: Some("s3cret".into()),
+        ..Default::default()
+    });
+    let err = redlease::Client::connect(&format!("redis://:wrong@127.0.0.1:{}", server.port()))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth(), "{err:?}");
+    let name = unique("auth");
+    match redlease::Client::connect(&server.url()).await {
+        Err(err) => assert!(err.is_auth(), "{err:?}"),
+        Ok(c) => {
+            let err = c.lock(&name).try_lock().await.unwrap_err();
+            assert!(err.is_auth(), "{err:?}");
+        }
+    }
+    let c = redlease::Client::connect(&format!("redis://:s3cret@127.0.0.1:{}", server.port()))
+        .await
+        .unwrap();
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// Locking through a read-only replica is a named error.
+#[tokio::test]
+async fn read_only_replica_is_named() {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_with(ServerOptions {
+        replica_of: Some(master.port()),
+        ..Default::default()
+    });
+    let c = redlease::Client::connect(&replica.url()).await.unwrap();
+    let err = c.lock(unique("replica")).try_lock().await.unwrap_err();
+    assert!(err.is_read_only(), "{err:?}");
+}
+
+/// Redis killed while a client is connected: lock calls fail with an error
+/// in bounded time instead of hanging, and work again once it is back.
+#[tokio::test]
+async fn redis_down_gives_errors_then_recovers() {
+    let mut server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("down");
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    server.kill();
+    let start = Instant::now();
+    let err = c
+        .lock(&name)
+        .try_lock_for(Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection() || err.is_timeout(), "{err:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    server.restart();
+    let mut result = c.lock(&name).try_lock().await;
+    let start = Instant::now();
+    while result.is_err() && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        result = c.lock(&name).try_lock().await;
+    }
+    result.unwrap().unlock().await.unwrap();
+}
+
+/// A frozen server: the acquire times out with a timeout error, and once the
+/// server resumes the acquire that did run is released behind it, so the
+/// lock is not left held for its 30 s lease.
+#[tokio::test]
+async fn acquire_timeout_leaves_no_lock() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let name = unique("frozen");
+    // Load the scripts first, so that after the pause exactly two EVALSHAs
+    // run: the acquire and its release.
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    let calls_before = evalsha_calls(&server);
+    server.pause();
+    let start = Instant::now();
+    let err = c.lock(&name).try_lock().await.unwrap_err();
+    let took = start.elapsed();
+    server.resume();
+    assert!(err.is_timeout(), "{err:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // The acquire runs after the resume; the background release follows it.
+    let ran = eventually(Duration::from_secs(2), || {
+        evalsha_calls(&server) >= calls_before + 2
+    })
+    .await;
+    assert!(
+        ran.is_some(),
+        "the acquire and its release did not both run"
+    );
+    assert!(
+        !exists(&server, &name),
+        "lock left behind with pttl {}",
+        pttl(&server, &name)
+    );
+    c.lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}

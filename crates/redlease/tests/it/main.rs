@@ -1,0 +1,20 @@
+//! Integration tests against real `redis-server` processes.
+//!
+//! One test binary (one link step); one module per area. Tests that only
+//! touch their own keys share one server; tests that kill, pause or
+//! reconfigure a server start their own.
+
+mod support;
+
+/// Exclusion, waiting and busy errors.
+mod acquire;
+/// Cancelled futures and dropped guards.
+mod cancel;
+/// Bad input and Redis faults: typed errors, no panics, no leaked locks.
+mod faults;
+/// Fixed leases, the watchdog, and `lost()`.
+mod lease;
+/// A holder in another process that is killed.
+mod process;
+/// The Redis layout and wire protocol shared with Redisson.
+mod redisson;

@@ -1,0 +1,79 @@
+//! Helpers shared by the integration tests.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub(crate) use redlease_testkit::{RedisServer, ServerOptions};
+
+/// A lock name no other test uses, so tests can share one server.
+pub(crate) fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "test:{prefix}:{}:{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A client of the shared server with default settings.
+pub(crate) async fn client() -> redlease::Client {
+    redlease::Client::connect(&RedisServer::shared().url())
+        .await
+        .unwrap()
+}
+
+/// A client of `server` whose watchdog renews every `timeout / 3`.
+pub(crate) async fn client_with_watchdog(
+    server: &RedisServer,
+    timeout: Duration,
+) -> redlease::Client {
+    redlease::Client::builder(&server.url())
+        .watchdog_timeout(timeout)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Polls `check` every 5 ms until it is true or `limit` passes; returns how
+/// long it took, or `None` on time-out.
+pub(crate) async fn eventually(
+    limit: Duration,
+    mut check: impl FnMut() -> bool,
+) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
+}
+
+/// Whether the key exists, read directly from Redis.
+pub(crate) fn exists(server: &RedisServer, key: &str) -> bool {
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query::<bool>(&mut server.connection())
+        .unwrap()
+}
+
+/// The key's remaining time to live in ms (-2: no key, -1: no expiry).
+pub(crate) fn pttl(server: &RedisServer, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query(&mut server.connection())
+        .unwrap()
+}
+
+/// How many EVALSHA calls the server has run (`INFO commandstats`).
+pub(crate) fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connection())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
