@@ -79,7 +79,8 @@ impl Lock {
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
         let started = Instant::now();
-        match self.attempt(lease_ms).await? {
+        let field = self.client.inner.new_owner_field().into();
+        match self.attempt(lease_ms, &field).await? {
             Attempt::Acquired(guard) => Ok(guard),
             Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
         }
@@ -138,8 +139,10 @@ impl Lock {
         let started = Instant::now();
         let deadline = wait.map(|w| started + w);
         let mut attempt = 0u32;
+        // One owner field per acquisition, reused by every attempt of it.
+        let field = self.client.inner.new_owner_field().into();
         loop {
-            let holder_ttl = match self.attempt(lease_ms).await? {
+            let holder_ttl = match self.attempt(lease_ms, &field).await? {
                 Attempt::Acquired(guard) => return Ok(guard),
                 Attempt::Busy(ttl) => ttl,
             };
@@ -159,9 +162,8 @@ impl Lock {
     }
 
     /// Runs the acquire script once.
-    async fn attempt(&self, lease_ms: u64) -> Result<Attempt, Error> {
+    async fn attempt(&self, lease_ms: u64, field: &Arc<str>) -> Result<Attempt, Error> {
         let inner = &self.client.inner;
-        let field: Arc<str> = inner.new_owner_field().into();
         // Armed until we know the outcome: if this future is dropped while
         // the request may be in Redis, the field is released behind it.
         let mut pending = PendingAcquire {
@@ -175,7 +177,7 @@ impl Lock {
         let reply = scripts::ACQUIRE
             .key(&*self.name)
             .arg(lease_ms)
-            .arg(&*field)
+            .arg(&**field)
             .invoke_async::<Option<i64>>(&mut conn)
             .await;
         let reply = match reply {
@@ -204,7 +206,7 @@ impl Lock {
                 Ok(Attempt::Acquired(LockGuard::new(
                     self.client.clone(),
                     self.name.clone(),
-                    field,
+                    field.clone(),
                     lease_ms,
                     mode,
                     sent_at,
