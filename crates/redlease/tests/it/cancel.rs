@@ -150,7 +150,7 @@ async fn aborted_and_panicking_holders_release() {
 /// it stops the watchdog, so the lock expires after one timeout.
 #[tokio::test]
 async fn drop_without_runtime_stops_renewal() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let timeout = Duration::from_millis(300);
     let c = client_with_watchdog(&server, timeout).await;
     let name = unique("no-runtime");

@@ -47,7 +47,7 @@ async fn fixed_lease_expires_and_hands_over() {
 /// A fixed lease is never renewed: the TTL only goes down.
 #[tokio::test]
 async fn fixed_lease_is_not_renewed() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let c = client_with_watchdog(&server, Duration::from_millis(90)).await;
     let name = unique("fixed-not-renewed");
     let g = c
@@ -69,7 +69,7 @@ async fn fixed_lease_is_not_renewed() {
 /// guard still owns it at the end.
 #[tokio::test]
 async fn watchdog_keeps_lock_past_timeout() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let timeout = Duration::from_millis(300);
     let (a, b) = (
         client_with_watchdog(&server, timeout).await,
@@ -95,7 +95,7 @@ async fn watchdog_keeps_lock_past_timeout() {
 /// extended by the old holder's client.
 #[tokio::test]
 async fn unlock_stops_renewal() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let timeout = Duration::from_millis(150);
     let a = client_with_watchdog(&server, timeout).await;
     let name = unique("stop-renewal");
@@ -124,7 +124,7 @@ async fn unlock_stops_renewal() {
 /// `OwnerChanged` within about one renewal period.
 #[tokio::test]
 async fn lost_fires_when_key_deleted() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let c = client_with_watchdog(&server, Duration::from_millis(300)).await;
     let name = unique("lost-deleted");
     let g = c.lock(&name).try_lock().await.unwrap();
@@ -150,7 +150,7 @@ async fn lost_fires_when_key_deleted() {
 /// the old guard's unlock leaves the new owner's field in place.
 #[tokio::test]
 async fn lost_fires_when_owner_replaced() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let c = client_with_watchdog(&server, Duration::from_millis(300)).await;
     let name = unique("lost-replaced");
     let g = c.lock(&name).try_lock().await.unwrap();
@@ -218,4 +218,38 @@ async fn lost_fires_when_renewals_fail_until_lease_could_expire() {
     );
     assert!(acquired_before.elapsed() >= timeout);
     drop(g);
+}
+
+/// Redis restarted empty (no persistence) while a lock is held: the
+/// watchdog reconnects, finds the key gone, and the holder is told within
+/// one timeout; the client then locks again normally.
+#[tokio::test]
+async fn lost_fires_when_redis_restarts_empty() {
+    let mut server = RedisServer::start();
+    let timeout = Duration::from_millis(600);
+    let c = client_with_watchdog(&server, timeout).await;
+    let name = unique("restart-empty");
+    let g = c.lock(&name).try_lock().await.unwrap();
+    server.restart();
+    let restarted = Instant::now();
+    let reason = tokio::time::timeout(Duration::from_secs(3), g.lost())
+        .await
+        .unwrap();
+    assert!(
+        matches!(reason, LostReason::OwnerChanged | LostReason::RenewalFailed),
+        "{reason:?}"
+    );
+    assert!(
+        restarted.elapsed() <= timeout + Duration::from_millis(100),
+        "{:?}",
+        restarted.elapsed()
+    );
+    drop(g);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut again = c.lock(&name).try_lock().await;
+    while again.is_err() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        again = c.lock(&name).try_lock().await;
+    }
+    again.unwrap().unlock().await.unwrap();
 }

@@ -15,7 +15,7 @@ const CHILD_ENV: &str = "REDLEASE_TEST_CHILD";
 /// with SIGKILL (no unlock, no Drop), its lock frees within one timeout.
 #[tokio::test]
 async fn killed_holder_process_frees_lock_within_one_timeout() {
-    let server = RedisServer::start();
+    let server = RedisServer::shared();
     let timeout = Duration::from_millis(600);
     let name = unique("killed-holder");
     let mut child = Command::new(std::env::current_exe().unwrap())
