@@ -115,6 +115,12 @@ impl Client {
     pub fn watchdog_timeout(&self) -> Duration {
         self.inner.watchdog_timeout
     }
+
+    /// How many locks this client's watchdog is renewing now: its held
+    /// watchdog-mode locks, less any already reported lost.
+    pub fn renewing(&self) -> usize {
+        self.inner.watchdog.len()
+    }
 }
 
 impl fmt::Debug for Client {
@@ -145,8 +151,12 @@ impl ClientBuilder {
         self
     }
 
-    /// How long to wait for any one reply from Redis (default 1 s). A lock
-    /// operation never hangs longer than this on a silent server.
+    /// How long to wait for any one reply from Redis (default 1 s), so that
+    /// no lock operation hangs on a silent server. One operation may need a
+    /// few replies (a script reload after `NOSCRIPT` takes three), and a
+    /// broken connection adds up to two reconnect attempts of
+    /// [`connection_timeout`](ClientBuilder::connection_timeout) each; a
+    /// `try_lock_for` may overrun its wait by the last attempt's round trip.
     pub fn response_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.response_timeout = timeout;
         self

@@ -22,8 +22,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The lock key holds a Redis value that is not a lock (`WRONGTYPE`).
     WrongType,
-    /// The server refused our credentials or demands them (`NOAUTH`,
-    /// `WRONGPASS`).
+    /// The server refused our credentials, demands them, or denies this
+    /// user the lock commands (`WRONGPASS`, `NOAUTH`, ACL `NOPERM`).
     Auth,
     /// The server is a read-only replica (`READONLY`): locks must be taken on
     /// the master.
@@ -128,7 +128,8 @@ impl Error {
         self.inner.kind == ErrorKind::WrongType
     }
 
-    /// Returns true if and only if Redis rejected or demanded credentials.
+    /// Returns true if and only if Redis rejected or demanded credentials,
+    /// or its ACL denies this user the commands a lock needs (`NOPERM`).
     pub fn is_auth(&self) -> bool {
         self.inner.kind == ErrorKind::Auth
     }
@@ -186,7 +187,7 @@ impl From<redis::RedisError> for Error {
         };
         let message = match kind {
             ErrorKind::WrongType => "lock key holds a value that is not a lock".to_owned(),
-            ErrorKind::Auth => format!("redis authentication failed: {err}"),
+            ErrorKind::Auth => format!("redis refused access: {err}"),
             ErrorKind::ReadOnly => {
                 "redis server is a read-only replica; locks must be taken on the master".to_owned()
             }

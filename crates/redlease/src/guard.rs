@@ -118,7 +118,10 @@ impl LockGuard {
     /// An error for which [`is_not_owner`](Error::is_not_owner) is true when
     /// the lock had already expired, been deleted or been taken by another
     /// owner (whose hold is left untouched); connection and server errors as
-    /// they come, after which the lock expires at the end of its lease.
+    /// they come. After a time-out or a connection error the release may not
+    /// have run, so the guard's Drop sends it once more in the background;
+    /// failing that, the lock expires at the end of its lease (the watchdog
+    /// has stopped renewing it).
     ///
     /// # Cancel safety
     ///

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::guard::{LeaseMode, LockGuard, release_in_background};
-use crate::{Client, Error, ErrorKind, name, scripts, wait};
+use crate::{Client, Error, name, scripts, wait};
 
 /// A handle to one named lock; made by [`Client::lock`].
 ///
@@ -137,7 +137,8 @@ impl Lock {
         wait: Option<Duration>,
     ) -> Result<LockGuard, Error> {
         let started = Instant::now();
-        let deadline = wait.map(|w| started + w);
+        // A wait too long to represent as an instant is no wait limit.
+        let deadline = wait.and_then(|w| started.checked_add(w));
         let mut attempt = 0u32;
         // One owner field per acquisition, reused by every attempt of it.
         let field = self.client.inner.new_owner_field().into();
@@ -183,12 +184,14 @@ impl Lock {
         let reply = match reply {
             Ok(reply) => reply,
             Err(err) => {
-                let err = Error::from(err).with_key(&self.name);
-                // A server error means the script ran and refused (or never
-                // ran); only a lost or late reply leaves the outcome unknown.
-                if !matches!(err.kind(), ErrorKind::Timeout | ErrorKind::Connection) {
+                // An error reply from Redis means the script refused or never
+                // ran. Anything else (no reply, a late reply, a reply we could
+                // not parse) leaves the outcome unknown, so the pending
+                // release stays armed.
+                if err.code().is_some() {
                     pending.disarm();
                 }
+                let err = Error::from(err).with_key(&self.name);
                 tracing::debug!(key = %self.name, error = %err, "acquire failed");
                 return Err(err);
             }

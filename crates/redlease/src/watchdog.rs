@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
 
 use crate::LostReason;
@@ -49,10 +49,22 @@ struct Shared {
     /// A std mutex: it is held only to copy or update entries, never across
     /// an `.await`, and guard `Drop` must be able to take it without a
     /// runtime.
-    entries: Mutex<HashMap<u64, Entry>>,
+    state: Mutex<State>,
     next_id: AtomicU64,
+    /// Wakes the task when a lock is registered: its deadline may be earlier
+    /// than the one the task is sleeping towards (a slow acquire reply).
+    registered: Notify,
     timeout: Duration,
+    /// The lease sent with each renewal: the timeout rounded *up* to whole
+    /// milliseconds, so Redis never expires a key before our deadline.
     timeout_ms: u64,
+}
+
+struct State {
+    entries: HashMap<u64, Entry>,
+    /// When the task will next wake by itself; a lock registered with an
+    /// earlier deadline must wake it sooner.
+    wake_at: Option<Instant>,
 }
 
 struct Entry {
@@ -70,10 +82,14 @@ impl Watchdog {
         stop: oneshot::Receiver<()>,
     ) -> Watchdog {
         let shared = Arc::new(Shared {
-            entries: Mutex::new(HashMap::new()),
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                wake_at: None,
+            }),
             next_id: AtomicU64::new(1),
+            registered: Notify::new(),
             timeout,
-            timeout_ms: timeout.as_millis() as u64,
+            timeout_ms: timeout.as_nanos().div_ceil(1_000_000) as u64,
         });
         tokio::spawn(run(shared.clone(), conn, stop));
         Watchdog { shared }
@@ -89,41 +105,54 @@ impl Watchdog {
         lost: LostSender,
     ) -> u64 {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let deadline = sent_at + self.shared.timeout;
         let entry = Entry {
             key,
             field,
-            deadline: sent_at + self.shared.timeout,
+            deadline,
             lost,
         };
-        self.shared.lock().insert(id, entry);
+        let mut state = self.shared.lock();
+        state.entries.insert(id, entry);
+        // Usually the new deadline lies beyond the task's next wake-up (the
+        // next round is at most a third of a timeout away), so the hot path
+        // does not wake it.
+        if state.wake_at.is_none_or(|w| deadline < w) {
+            self.shared.registered.notify_one();
+        }
         id
     }
 
     /// Stops renewing a lock. Idempotent.
     pub(crate) fn deregister(&self, id: u64) {
-        self.shared.lock().remove(&id);
+        self.shared.lock().entries.remove(&id);
     }
 
     /// How many locks are being renewed.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.shared.lock().len()
+    pub(crate) fn len(&self) -> usize {
+        self.shared.lock().entries.len()
     }
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock is held cannot leave an entry half-updated
         // (every update is one insert, remove or field store), so a poisoned
         // mutex is still consistent.
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Tells every lock whose deadline has passed that it is lost, and
-    /// returns the earliest deadline still ahead.
-    fn expire_overdue(&self, now: Instant) -> Option<Instant> {
-        let mut entries = self.lock();
-        entries.retain(|_, e| {
+    /// Tells every lock whose deadline has passed that it is lost, then
+    /// picks the next wake-up with `plan` (given the earliest deadline still
+    /// ahead) and records it. One critical section, so a lock registered at
+    /// any moment is either seen by `plan` or sees the recorded wake-up.
+    fn expire_and_plan(
+        &self,
+        now: Instant,
+        plan: impl FnOnce(Option<Instant>) -> Instant,
+    ) -> Instant {
+        let mut state = self.lock();
+        state.entries.retain(|_, e| {
             if e.deadline <= now {
                 tracing::warn!(key = %e.key, "lock lost: renewals failed until its lease could have expired");
                 e.lost.send_replace(Some(LostReason::RenewalFailed));
@@ -132,7 +161,9 @@ impl Shared {
                 true
             }
         });
-        entries.values().map(|e| e.deadline).min()
+        let wake = plan(state.entries.values().map(|e| e.deadline).min());
+        state.wake_at = Some(wake);
+        wake
     }
 }
 
@@ -149,17 +180,17 @@ async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Re
     let mut round: Option<Round> = None;
     loop {
         let now = Instant::now();
-        let earliest = shared.expire_overdue(now);
         if round.is_none() && now >= next_round {
             round = Some(Box::pin(renew_all(shared.clone(), conn.clone())));
         }
-        let wake = match (round.is_some(), earliest) {
+        let in_flight = round.is_some();
+        let wake = shared.expire_and_plan(now, |earliest| match (in_flight, earliest) {
             // While a round is in flight only deadlines can wake us early.
             (true, Some(d)) => d,
             (true, None) => now + period,
             (false, Some(d)) => d.min(next_round),
             (false, None) => next_round,
-        };
+        });
         tokio::select! {
             _ = &mut stop => return,
             ok = async { round.as_mut().expect("guarded by the branch condition").await }, if round.is_some() => {
@@ -167,30 +198,47 @@ async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Re
                 next_round = Instant::now() + if ok { period } else { retry_interval(period) };
             }
             _ = sleep_until(wake) => {}
+            _ = shared.registered.notified() => {}
         }
     }
 }
 
 /// Renews every registered lock once; returns false if any batch failed.
 async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
-    let snapshot: Vec<(u64, Arc<str>, Arc<str>)> = shared
-        .lock()
-        .iter()
-        .map(|(id, e)| (*id, e.key.clone(), e.field.clone()))
-        .collect();
+    let ids: Vec<u64> = shared.lock().entries.keys().copied().collect();
     let mut all_ok = true;
-    for batch in snapshot.chunks(BATCH) {
+    for chunk in ids.chunks(BATCH) {
+        // Read the entries just before sending: a lock deregistered while an
+        // earlier batch was in flight must not be renewed again.
+        let batch: Vec<(u64, Arc<str>, Arc<str>)> = {
+            let entries = &shared.lock().entries;
+            chunk
+                .iter()
+                .filter_map(|id| {
+                    entries
+                        .get(id)
+                        .map(|e| (*id, e.key.clone(), e.field.clone()))
+                })
+                .collect()
+        };
+        if batch.is_empty() {
+            continue;
+        }
         let mut call = scripts::RENEW.prepare_invoke();
         call.arg(shared.timeout_ms);
-        for (_, key, field) in batch {
+        for (_, key, field) in &batch {
             call.key(&**key).arg(&**field);
         }
         let sent_at = Instant::now();
         match call.invoke_async::<Vec<i64>>(&mut conn).await {
             Ok(renewed) if renewed.len() == batch.len() => {
-                let mut entries = shared.lock();
+                let entries = &mut shared.lock().entries;
                 for ((id, key, _), ok) in batch.iter().zip(renewed) {
                     if ok == 1 {
+                        // An entry already reported lost (its deadline passed
+                        // while this call was in flight) stays lost: the
+                        // guard was told, and the key expires within one
+                        // timeout of this renewal.
                         if let Some(e) = entries.get_mut(id) {
                             e.deadline = sent_at + shared.timeout;
                         }
@@ -255,5 +303,45 @@ mod tests {
         assert!(at >= Duration::from_millis(300), "lost too early: {at:?}");
         assert!(at < Duration::from_millis(320), "lost too late: {at:?}");
         assert_eq!(dog.len(), 0);
+    }
+
+    /// A lock registered while a renewal round is stalled, whose deadline is
+    /// earlier than every other, is still reported lost at its deadline.
+    #[tokio::test(start_paused = true)]
+    async fn lock_registered_during_a_stalled_round_is_lost_on_time() {
+        // Accepts connections and never answers: every round stalls.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_number_of_retries(0)
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(5)));
+        let conn = ConnectionManager::new_lazy_with_config(client, config).unwrap();
+        let (_stop_tx, stop_rx) = oneshot::channel();
+        let start = Instant::now();
+        let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
+        let sender = || -> LostSender { Arc::new(watch::channel(None).0) };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        dog.register("a".into(), "f".into(), Instant::now(), sender());
+        // The first round starts at 100 ms and stalls.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let late = sender();
+        // An acquire sent at 0 ms whose reply came late: deadline 300 ms,
+        // earlier than the first lock's 350 ms.
+        dog.register("b".into(), "f".into(), start, late.clone());
+        let mut rx = late.subscribe();
+        rx.wait_for(Option::is_some).await.unwrap();
+        let at = start.elapsed();
+        assert!(
+            at >= Duration::from_millis(300) && at < Duration::from_millis(310),
+            "lost at {at:?}"
+        );
     }
 }
