@@ -153,3 +153,25 @@ async fn no_lost_update_under_contention() {
         .unwrap();
     assert_eq!(total, (CLIENTS * TASKS_PER_CLIENT * ROUNDS) as u64);
 }
+
+/// A wait too long to represent (`Duration::MAX`) means "no limit", not a
+/// panic.
+#[tokio::test]
+async fn huge_wait_is_no_limit() {
+    let (a, b) = (client().await, client().await);
+    let name = unique("huge-wait");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = b.lock(&name);
+        async move { lock.try_lock_for(Duration::MAX).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished());
+    held.unlock().await.unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    g.unlock().await.unwrap();
+}

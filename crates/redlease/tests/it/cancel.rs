@@ -8,8 +8,55 @@ use crate::support::{
 
 const SOON: Duration = Duration::from_secs(2);
 
-/// A `lock()` cancelled while waiting leaves nothing: once the holder
-/// releases, the key is gone and anyone can take it at once.
+/// `lock()` on a free lock, cancelled after a varying number of polls:
+/// some cancels land while the acquire is in Redis (it succeeds there with
+/// nobody to receive the guard). Every time, the lock is free again at once.
+#[tokio::test]
+async fn acquire_cancelled_in_flight_is_released() {
+    let server = RedisServer::shared();
+    let (c, other) = (client().await, client().await);
+    let name = unique("cancel-sent");
+    let mut cancelled = 0;
+    for polls in 0..40 {
+        let lock = c.lock(&name);
+        // Boxed rather than pinned on the stack, so that it can be dropped
+        // before the check below.
+        let mut acquire = Box::pin(lock.lock());
+        let mut guard = None;
+        for _ in 0..=polls {
+            tokio::select! {
+                biased;
+                g = &mut acquire => {
+                    guard = Some(g.unwrap());
+                    break;
+                }
+                _ = std::future::ready(()) => {}
+            }
+            tokio::task::yield_now().await;
+        }
+        match guard {
+            Some(g) => g.unlock().await.unwrap(),
+            None => cancelled += 1,
+        }
+        drop(acquire);
+        assert!(
+            eventually(SOON, || !exists(server, &name)).await.is_some(),
+            "lock left behind after {polls} polls"
+        );
+        other
+            .lock(&name)
+            .try_lock()
+            .await
+            .unwrap()
+            .unlock()
+            .await
+            .unwrap();
+    }
+    assert!(cancelled > 0, "no acquire was cancelled");
+}
+
+/// `lock()` cancelled while waiting on a held lock leaves nothing behind:
+/// when the holder releases, the key is gone at once.
 #[tokio::test]
 async fn cancelled_waiting_lock_leaves_nothing() {
     let server = RedisServer::shared();
@@ -21,7 +68,7 @@ async fn cancelled_waiting_lock_leaves_nothing() {
         assert!(r.is_err(), "acquired a held lock");
     }
     held.unlock().await.unwrap();
-    assert!(eventually(SOON, || !exists(server, &name)).await.is_some());
+    assert!(!exists(server, &name));
     b.lock(&name)
         .try_lock()
         .await
@@ -152,12 +199,12 @@ async fn aborted_and_panicking_holders_release() {
 async fn drop_without_runtime_stops_renewal() {
     let server = RedisServer::shared();
     let timeout = Duration::from_millis(300);
-    let c = client_with_watchdog(&server, timeout).await;
+    let c = client_with_watchdog(server, timeout).await;
     let name = unique("no-runtime");
     let g = c.lock(&name).try_lock().await.unwrap();
     std::thread::spawn(move || drop(g)).join().unwrap();
-    assert!(exists(&server, &name), "released without a runtime?");
-    let gone = eventually(Duration::from_secs(2), || !exists(&server, &name)).await;
+    assert!(exists(server, &name), "released without a runtime?");
+    let gone = eventually(Duration::from_secs(2), || !exists(server, &name)).await;
     let gone = gone.expect("lock still renewed after its guard was dropped");
     assert!(gone <= timeout + Duration::from_millis(50), "{gone:?}");
 }

@@ -50,10 +50,10 @@ async fn killed_holder_process_frees_lock_within_one_timeout() {
             .unwrap()
     );
 
-    let c = client_with_watchdog(&server, timeout).await;
+    let c = client_with_watchdog(server, timeout).await;
     tokio::time::sleep(timeout * 3).await;
     assert!(
-        exists(&server, &name),
+        exists(server, &name),
         "the live holder's watchdog did not keep the lock"
     );
     assert!(c.lock(&name).try_lock().await.unwrap_err().is_busy());

@@ -158,7 +158,7 @@ async fn redlease_holder_excludes_redisson() {
 #[tokio::test]
 async fn redisson_force_unlock_is_reported_lost() {
     let server = RedisServer::shared();
-    let c = crate::support::client_with_watchdog(&server, Duration::from_millis(300)).await;
+    let c = crate::support::client_with_watchdog(server, Duration::from_millis(300)).await;
     let name = unique("force");
     let g = c.lock(&name).try_lock().await.unwrap();
     redis::pipe()
