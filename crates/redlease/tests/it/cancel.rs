@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use crate::support::{
-    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, exists, unique,
+    RedisServer, assert_acquire_was_released, client, client_with, client_with_watchdog,
+    evalsha_calls, eventually, exists, take_and_release, unique,
 };
 
 const SOON: Duration = Duration::from_secs(2);
@@ -43,14 +44,7 @@ async fn acquire_cancelled_in_flight_is_released() {
             eventually(SOON, || !exists(server, &name)).await.is_some(),
             "lock left behind after {polls} polls"
         );
-        other
-            .lock(&name)
-            .try_lock()
-            .await
-            .unwrap()
-            .unlock()
-            .await
-            .unwrap();
+        take_and_release(&other, &name).await;
     }
     assert!(cancelled > 0, "no acquire was cancelled");
 }
@@ -69,13 +63,7 @@ async fn cancelled_waiting_lock_leaves_nothing() {
     }
     held.unlock().await.unwrap();
     assert!(!exists(server, &name));
-    b.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&b, &name).await;
 }
 
 /// An acquire cancelled while its request sits in a frozen server: when the
@@ -84,33 +72,20 @@ async fn cancelled_waiting_lock_leaves_nothing() {
 #[tokio::test]
 async fn cancelled_in_flight_acquire_is_released() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_secs(5))
-        .build()
-        .await
-        .unwrap();
+    let c = client_with(
+        &server,
+        redlease::DEFAULT_WATCHDOG_TIMEOUT,
+        Duration::from_secs(5),
+    )
+    .await;
     let name = unique("cancel-in-flight");
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&c, &name).await;
     let before = evalsha_calls(&server);
     server.pause();
     let r = tokio::time::timeout(Duration::from_millis(100), c.lock(&name).lock()).await;
     assert!(r.is_err());
     server.resume();
-    let ran = eventually(SOON, || evalsha_calls(&server) >= before + 2).await;
-    assert!(
-        ran.is_some(),
-        "the acquire and its release did not both run"
-    );
-    assert!(
-        !exists(&server, &name),
-        "cancelled acquire left the lock held"
-    );
+    assert_acquire_was_released(&server, &name, before).await;
 }
 
 /// Dropping the guard without `unlock` releases in the background: a waiter

@@ -1,7 +1,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    RedisServer, ServerOptions, client, evalsha_calls, eventually, exists, pttl, unique,
+    RedisServer, ServerOptions, assert_acquire_was_released, client, client_with,
+    client_with_watchdog, evalsha_calls, exists, pttl, take_and_release, unique,
 };
 
 /// Empty and oversized names are rejected before anything is sent, by every
@@ -117,7 +118,7 @@ async fn key_replaced_by_string_while_held() {
 #[tokio::test]
 async fn noscript_after_script_flush_is_handled() {
     let server = RedisServer::start();
-    let c = crate::support::client_with_watchdog(&server, Duration::from_millis(150)).await;
+    let c = client_with_watchdog(&server, Duration::from_millis(150)).await;
     let name = unique("noscript");
     let mut conn = server.connection();
     let g = c.lock(&name).try_lock().await.unwrap();
@@ -129,13 +130,7 @@ async fn noscript_after_script_flush_is_handled() {
     redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
     g.unlock().await.unwrap();
     redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&c, &name).await;
 }
 
 /// Nothing listening: connect fails quickly with a connection error.
@@ -181,13 +176,7 @@ async fn auth_failures_are_auth_errors() {
     let c = redlease::Client::connect(&format!("redis://:s3cret@127.0.0.1:{}", server.port()))
         .await
         .unwrap();
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&c, &name).await;
 }
 
 /// Locking through a read-only replica is a named error.
@@ -210,13 +199,7 @@ async fn redis_down_gives_errors_then_recovers() {
     let mut server = RedisServer::start();
     let c = redlease::Client::connect(&server.url()).await.unwrap();
     let name = unique("down");
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&c, &name).await;
     server.kill();
     let start = Instant::now();
     let err = c
@@ -246,21 +229,16 @@ async fn redis_down_gives_errors_then_recovers() {
 #[tokio::test]
 async fn acquire_timeout_leaves_no_lock() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = client_with(
+        &server,
+        redlease::DEFAULT_WATCHDOG_TIMEOUT,
+        Duration::from_millis(200),
+    )
+    .await;
     let name = unique("frozen");
     // Load the scripts first, so that after the pause exactly two EVALSHAs
     // run: the acquire and its release.
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(&c, &name).await;
     let calls_before = evalsha_calls(&server);
     server.pause();
     let start = Instant::now();
@@ -270,24 +248,6 @@ async fn acquire_timeout_leaves_no_lock() {
     assert!(err.is_timeout(), "{err:?}");
     assert!(took < Duration::from_secs(1), "{took:?}");
     // The acquire runs after the resume; the background release follows it.
-    let ran = eventually(Duration::from_secs(2), || {
-        evalsha_calls(&server) >= calls_before + 2
-    })
-    .await;
-    assert!(
-        ran.is_some(),
-        "the acquire and its release did not both run"
-    );
-    assert!(
-        !exists(&server, &name),
-        "lock left behind with pttl {}",
-        pttl(&server, &name)
-    );
-    c.lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    assert_acquire_was_released(&server, &name, calls_before).await;
+    take_and_release(&c, &name).await;
 }

@@ -3,7 +3,8 @@ use std::time::{Duration, Instant};
 use redlease::LostReason;
 
 use crate::support::{
-    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, exists, pttl, unique,
+    RedisServer, client, client_with, client_with_watchdog, evalsha_calls, eventually, exists,
+    pttl, unique,
 };
 
 /// A fixed lease expires by itself; another client then gets the lock, the
@@ -228,12 +229,7 @@ async fn lost_fires_when_owner_replaced() {
 async fn lost_fires_when_renewals_fail_until_lease_could_expire() {
     let server = RedisServer::start();
     let timeout = Duration::from_millis(600);
-    let c = redlease::Client::builder(&server.url())
-        .watchdog_timeout(timeout)
-        .response_timeout(Duration::from_millis(100))
-        .build()
-        .await
-        .unwrap();
+    let c = client_with(&server, timeout, Duration::from_millis(100)).await;
     let name = unique("lost-frozen");
     let acquired_before = Instant::now();
     let g = c.lock(&name).try_lock().await.unwrap();
@@ -313,12 +309,7 @@ async fn lost_fires_when_redis_restarts_empty() {
 async fn short_outage_does_not_lose_the_lock() {
     let server = RedisServer::start();
     let timeout = Duration::from_millis(900);
-    let c = redlease::Client::builder(&server.url())
-        .watchdog_timeout(timeout)
-        .response_timeout(Duration::from_millis(100))
-        .build()
-        .await
-        .unwrap();
+    let c = client_with(&server, timeout, Duration::from_millis(100)).await;
     let name = unique("short-outage");
     let g = c.lock(&name).try_lock().await.unwrap();
     server.pause();

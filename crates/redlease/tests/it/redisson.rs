@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::support::{RedisServer, client, pttl, unique};
+use crate::support::{RedisServer, client, client_with_watchdog, pttl, unique};
 
 /// A Redisson client's owner field: `<client-uuid>:<thread-id>`.
 const JAVA_FIELD: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
@@ -158,7 +158,7 @@ async fn redlease_holder_excludes_redisson() {
 #[tokio::test]
 async fn redisson_force_unlock_is_reported_lost() {
     let server = RedisServer::shared();
-    let c = crate::support::client_with_watchdog(server, Duration::from_millis(300)).await;
+    let c = client_with_watchdog(server, Duration::from_millis(300)).await;
     let name = unique("force");
     let g = c.lock(&name).try_lock().await.unwrap();
     redis::pipe()

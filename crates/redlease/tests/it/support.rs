@@ -77,3 +77,52 @@ pub(crate) fn evalsha_calls(server: &RedisServer) -> u64 {
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |n| n.parse().unwrap())
 }
+
+/// Takes and releases `name` once through `client`, panicking on failure.
+pub(crate) async fn take_and_release(client: &redlease::Client, name: &str) {
+    client
+        .lock(name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// A client of `server` with the given watchdog and response timeouts.
+pub(crate) async fn client_with(
+    server: &RedisServer,
+    watchdog_timeout: Duration,
+    response_timeout: Duration,
+) -> redlease::Client {
+    redlease::Client::builder(&server.url())
+        .watchdog_timeout(watchdog_timeout)
+        .response_timeout(response_timeout)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// After a frozen server resumes: waits until it has run two more EVALSHAs
+/// than `calls_before` (an acquire and the release sent behind it), then
+/// checks that the lock is free.
+pub(crate) async fn assert_acquire_was_released(
+    server: &RedisServer,
+    name: &str,
+    calls_before: u64,
+) {
+    let ran = eventually(Duration::from_secs(2), || {
+        evalsha_calls(server) >= calls_before + 2
+    })
+    .await;
+    assert!(
+        ran.is_some(),
+        "the acquire and its release did not both run"
+    );
+    assert!(
+        !exists(server, name),
+        "lock left behind with pttl {}",
+        pttl(server, name)
+    );
+}
