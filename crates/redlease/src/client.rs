@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use redis::IntoConnectionInfo;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
+use crate::pubsub::Subscriptions;
 use crate::watchdog::Watchdog;
 use crate::{Error, Lock, name};
 
@@ -43,6 +45,8 @@ pub(crate) struct Inner {
     next_owner: AtomicU64,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) watchdog: Watchdog,
+    /// Release-channel subscriptions shared by this client's waiters.
+    pub(crate) subscriptions: Subscriptions,
     /// Dropped with the last clone of the client, which stops the watchdog
     /// task at once instead of at its next tick.
     _stop_watchdog: oneshot::Sender<()>,
@@ -197,17 +201,34 @@ impl ClientBuilder {
                 return Err(Error::invalid(format!("{what} must not be zero")));
             }
         }
-        let client = redis::Client::open(self.url.as_str()).map_err(|e| {
+        let invalid_url = |e: redis::RedisError| {
             Error::invalid(format!("invalid redis url {:?}: {e}", redact(&self.url)))
-        })?;
+        };
+        let info = self
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(invalid_url)?;
+        // RESP3, so that release notifications arrive as pushes on this same
+        // connection instead of needing a connection of their own.
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid_url)?;
+        let (push_tx, push_rx) = mpsc::unbounded_channel();
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(self.response_timeout))
             .set_connection_timeout(Some(self.connection_timeout))
             // Few, quick reconnect attempts: a lock call should fail fast
             // while Redis is down, and the next call tries again anyway.
             .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
+            .set_max_delay(Duration::from_millis(500))
+            .set_push_sender(push_tx)
+            // Waiters' subscriptions must survive reconnects.
+            .set_automatic_resubscription();
         let conn = ConnectionManager::new_with_config(client, config).await?;
+        let subscriptions = Subscriptions::start(conn.clone(), push_rx);
         let (stop_tx, stop_rx) = oneshot::channel();
         let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
         let id = uuid::Uuid::new_v4().to_string();
@@ -219,6 +240,7 @@ impl ClientBuilder {
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
                 watchdog,
+                subscriptions,
                 _stop_watchdog: stop_tx,
             }),
         })

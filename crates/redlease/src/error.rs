@@ -151,6 +151,12 @@ impl Error {
         self.inner.kind == ErrorKind::Connection
     }
 
+    /// A lost or late reply: the operation's outcome is unknown, and trying
+    /// again may work.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self.inner.kind, ErrorKind::Timeout | ErrorKind::Connection)
+    }
+
     /// The lock name this error is about, if it is about one lock.
     pub fn key(&self) -> Option<&str> {
         self.inner.key.as_deref()

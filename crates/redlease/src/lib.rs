@@ -53,7 +53,9 @@
 //! * `lock.rs`: [`Lock`], the acquire loop and its cancel safety.
 //! * `guard.rs`: [`LockGuard`]: unlock, `is_held`, `lost`, Drop.
 //! * `watchdog.rs`: the per-client renewal task and its failure rule.
-//! * `wait.rs`: how waiters sleep between attempts.
+//! * `pubsub.rs`: release notifications, one shared subscription per lock
+//!   name per client, and the rules that keep wake-ups from being lost.
+//! * `wait.rs`: backoff for waiters that cannot wait on a notification.
 //! * `scripts.rs`: every Lua script, with its KEYS/ARGV/return contract.
 //! * `name.rs`: name and lease validation, derived key names.
 //! * `error.rs`: [`Error`] and [`ErrorKind`].
@@ -65,6 +67,7 @@ mod error;
 mod guard;
 mod lock;
 mod name;
+mod pubsub;
 mod scripts;
 mod wait;
 mod watchdog;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::guard::{LeaseMode, LockGuard, release_in_background};
+use crate::pubsub::{Baton, Subscription};
 use crate::{Client, Error, name, scripts, wait};
 
 /// A handle to one named lock; made by [`Client::lock`].
@@ -88,34 +89,47 @@ impl Lock {
 
     /// Tries to acquire the lock until `wait` has passed.
     ///
-    /// Between attempts it sleeps with jittered backoff, never longer than
-    /// the holder's remaining lease nor past the end of `wait`, where it makes
-    /// one last attempt. A `wait` of zero is [`try_lock`](Lock::try_lock).
+    /// After a first failed attempt the waiter subscribes to the lock's
+    /// release channel (shared with every other waiter for this lock in the
+    /// client), retries once, then sleeps until a release message arrives,
+    /// never longer than the holder's remaining lease nor past the end of
+    /// `wait`, where it makes one last attempt. A release by any client,
+    /// Redisson included, wakes it. A `wait` of zero is
+    /// [`try_lock`](Lock::try_lock).
     ///
     /// # Errors
     ///
-    /// As [`try_lock`](Lock::try_lock); the busy error carries how long it
-    /// waited ([`Error::waited`]). Any other error ends the wait at once.
+    /// An error for which [`is_busy`](Error::is_busy) is true when the lock
+    /// stayed held for the whole wait; it carries how long it waited
+    /// ([`Error::waited`]). Lost connections and time-outs are retried until
+    /// the wait ends, and then reported as they are; any other error ends the
+    /// wait at once.
     ///
     /// # Cancel safety
     ///
     /// As [`try_lock`](Lock::try_lock): dropping the future (for example
-    /// under `tokio::time::timeout`) leaves no lock behind.
+    /// under `tokio::time::timeout`) leaves no lock behind. It also leaves the
+    /// release channel, unsubscribing if it was the client's last waiter on
+    /// it, and hands a wake-up it had received but not used to the next local
+    /// waiter.
     pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
         self.acquire_loop(lease_ms, Some(wait)).await
     }
 
-    /// Waits until the lock is acquired.
+    /// Waits until the lock is acquired, as [`try_lock_for`](Lock::try_lock_for)
+    /// with no time limit.
     ///
     /// # Errors
     ///
-    /// Never busy; invalid input, connection and server errors end the wait.
+    /// Never busy. Invalid input and server errors end the wait; lost
+    /// connections and time-outs are retried (with backoff up to 256 ms) for
+    /// as long as it waits, so bound it with `tokio::time::timeout` if Redis
+    /// may stay down.
     ///
     /// # Cancel safety
     ///
-    /// As [`try_lock`](Lock::try_lock): dropping the future leaves no lock
-    /// behind.
+    /// As [`try_lock_for`](Lock::try_lock_for).
     pub async fn lock(&self) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
         self.acquire_loop(lease_ms, None).await
@@ -139,26 +153,74 @@ impl Lock {
         let started = Instant::now();
         // A wait too long to represent as an instant is no wait limit.
         let deadline = wait.and_then(|w| started.checked_add(w));
-        let mut attempt = 0u32;
-        // One owner field per acquisition, reused by every attempt of it.
-        let field = self.client.inner.new_owner_field().into();
+        // One owner field per acquisition, reused by its attempts, except
+        // after an attempt whose outcome is unknown (see below).
+        let mut field: Arc<str> = self.client.inner.new_owner_field().into();
+        let mut subscription: Option<(Subscription, bool)> = None;
+        let mut baton: Option<Baton> = None;
+        let mut backoff = 0u32;
         loop {
-            let holder_ttl = match self.attempt(lease_ms, &field).await? {
-                Attempt::Acquired(guard) => return Ok(guard),
-                Attempt::Busy(ttl) => ttl,
+            let outcome = self.attempt(lease_ms, &field).await;
+            // Whatever the outcome, the wake-up that led here is used.
+            if let Some(baton) = baton.take() {
+                baton.used();
+            }
+            let (holder_ttl, transient) = match outcome {
+                Ok(Attempt::Acquired(guard)) => return Ok(guard),
+                Ok(Attempt::Busy(ttl)) => (ttl, None),
+                Err(e) if e.is_transient() => {
+                    // The attempt may have taken the lock under this field,
+                    // and its release is on its way in the background: a
+                    // later attempt must not be that release's victim.
+                    field = self.client.inner.new_owner_field().into();
+                    (None, Some(e))
+                }
+                Err(e) => return Err(e),
             };
             let remaining = match deadline {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Err(Error::busy(&self.name, now - started));
+                        return Err(
+                            transient.unwrap_or_else(|| Error::busy(&self.name, now - started))
+                        );
                     }
                     Some(d - now)
                 }
                 None => None,
             };
-            wait::pause(attempt, holder_ttl, remaining).await;
-            attempt = attempt.saturating_add(1);
+            if transient.is_some() {
+                wait::pause_after_error(backoff, remaining).await;
+                backoff = backoff.saturating_add(1);
+                continue;
+            }
+            let (sub, subscribed) = match &mut subscription {
+                Some(joined) => (&joined.0, joined.1),
+                None => {
+                    // Subscribe, then retry once before sleeping: a release
+                    // between the first attempt and the subscription is
+                    // caught by the retry.
+                    let sub = self
+                        .client
+                        .inner
+                        .subscriptions
+                        .join(name::channel(&self.name));
+                    let subscribed = sub.ready(remaining).await;
+                    subscription = Some((sub, subscribed));
+                    if subscribed {
+                        continue;
+                    }
+                    let joined = subscription.as_ref().expect("just set");
+                    (&joined.0, joined.1)
+                }
+            };
+            if subscribed {
+                let sleep = cap(holder_ttl.map(|t| t + Duration::from_millis(1)), remaining);
+                baton = sub.wait(sleep).await;
+            } else {
+                wait::pause(backoff, holder_ttl, remaining).await;
+                backoff = backoff.saturating_add(1);
+            }
         }
     }
 
@@ -219,6 +281,15 @@ impl Lock {
                 u64::try_from(ttl).ok().map(Duration::from_millis),
             )),
         }
+    }
+}
+
+/// The smaller of two optional limits (`None`: no limit).
+fn cap(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }
 

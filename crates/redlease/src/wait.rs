@@ -1,10 +1,11 @@
-//! How a waiter sleeps between acquire attempts.
+//! Backoff for waiters that cannot wait on a release message.
 //!
-//! Today: jittered exponential backoff, capped by the holder's remaining TTL
-//! (so an expired lock is retried as soon as it can be free) and by the
-//! caller's remaining wait (so a busy error is never late). Waking on the
-//! release message replaces the sleep in [`pause`] without touching the
-//! acquire loop in [`crate::lock`].
+//! Waiters normally sleep until the lock's release message (see
+//! [`crate::pubsub`]). These jittered exponential steps are for the rest:
+//! waiters whose subscription failed, and retries after a lost connection or
+//! a time-out. A step is capped by the holder's remaining TTL (so an expired
+//! lock is retried as soon as it can be free) and by the caller's remaining
+//! wait (so a busy error is never late).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -24,6 +25,21 @@ pub(crate) async fn pause(attempt: u32, holder_ttl: Option<Duration>, remaining:
     tokio::time::sleep(backoff(attempt, holder_ttl, remaining, random_unit())).await;
 }
 
+/// Sleeps before retrying after a lost connection or a time-out: the same
+/// jittered steps, but up to [`MAX_ERROR_STEP`], so a down server is not
+/// hammered.
+pub(crate) async fn pause_after_error(attempt: u32, remaining: Option<Duration>) {
+    let step = step(attempt, MAX_ERROR_STEP);
+    tokio::time::sleep(jittered(step, None, remaining, random_unit())).await;
+}
+
+/// Largest step between retries after errors.
+const MAX_ERROR_STEP: Duration = Duration::from_millis(256);
+
+fn step(attempt: u32, max: Duration) -> Duration {
+    FIRST_STEP.saturating_mul(1u32 << attempt.min(16)).min(max)
+}
+
 /// The pure part of [`pause`]: `unit` is a random number in `[0, 1)`.
 fn backoff(
     attempt: u32,
@@ -31,9 +47,15 @@ fn backoff(
     remaining: Option<Duration>,
     unit: f64,
 ) -> Duration {
-    let step = FIRST_STEP
-        .saturating_mul(1u32 << attempt.min(16))
-        .min(MAX_STEP);
+    jittered(step(attempt, MAX_STEP), holder_ttl, remaining, unit)
+}
+
+fn jittered(
+    step: Duration,
+    holder_ttl: Option<Duration>,
+    remaining: Option<Duration>,
+    unit: f64,
+) -> Duration {
     // "Equal jitter": at least half a step, so waiters neither spin nor all
     // wake at once.
     let mut sleep = step / 2 + step.mul_f64(unit.clamp(0.0, 1.0) / 2.0);

@@ -18,3 +18,6 @@ mod lease;
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.
 mod redisson;
+/// Waiters woken by release messages: no lost wake-ups, no leaked
+/// subscriptions, a bounded herd.
+mod wake;

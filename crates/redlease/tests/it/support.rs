@@ -126,3 +126,22 @@ pub(crate) async fn assert_acquire_was_released(
         pttl(server, name)
     );
 }
+
+/// How many subscribers the server counts on `channel` (`PUBSUB NUMSUB`).
+pub(crate) fn subscribers(server: &RedisServer, channel: &str) -> i64 {
+    let reply: (String, i64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query(&mut server.connection())
+        .unwrap();
+    reply.1
+}
+
+/// Redisson's release channel for `name`.
+pub(crate) fn channel_of(name: &str) -> String {
+    if name.contains('{') {
+        format!("redisson_lock__channel:{name}")
+    } else {
+        format!("redisson_lock__channel:{{{name}}}")
+    }
+}

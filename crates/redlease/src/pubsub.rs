@@ -1,0 +1,325 @@
+//! Release notifications: one shared subscription per channel per client.
+//!
+//! Waiters for a lock join its release channel; the first one in the process
+//! makes the client `SUBSCRIBE`, the last one to leave makes it
+//! `UNSUBSCRIBE`. Subscriptions ride on the client's own multiplexed
+//! connection as RESP3 pushes, and redis-rs re-subscribes them after a
+//! reconnect. Three rules keep wake-ups from being lost:
+//!
+//! * **Subscribe, then retry.** A waiter retries the acquire once its
+//!   subscription is confirmed, so a release between its first attempt and
+//!   the subscription is seen by that retry.
+//! * **Stored permits.** A message wakes one local waiter with
+//!   [`Notify::notify_one`], which keeps the permit when nobody is waiting at
+//!   that instant, so the next waiter to wait takes it at once.
+//! * **Bounded sleeps.** A waiter never sleeps longer than the holder's
+//!   remaining TTL or its own remaining wait, so a lost message (or a holder
+//!   that crashed and sent none) costs at most the rest of the lease.
+//!
+//! One release message wakes one waiter per process, whatever the number of
+//! waiters in it: the Redis commands caused by a hand-off do not grow with the
+//! number of local waiters. A woken waiter that is cancelled before it could
+//! retry passes the wake-up on ([`Baton`]). When the connection drops, every
+//! waiter is woken to re-check, since messages may have been lost meanwhile.
+//!
+//! Subscribe and unsubscribe requests are handled in order by one task per
+//! client, which compares what is wanted (waiters present) with what is
+//! subscribed, so a quick leave-and-rejoin can never end unsubscribed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::{Notify, mpsc, watch};
+
+/// The state of one channel's subscription, as waiters see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SubState {
+    Pending,
+    Ready,
+    /// `SUBSCRIBE` failed: waiters fall back to polling.
+    Failed,
+}
+
+/// The client's subscription registry; cheap to share.
+#[derive(Clone)]
+pub(crate) struct Subscriptions {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Channels with at least one waiter. A std mutex: held only for map
+    /// updates, and waiters leave from `Drop`.
+    channels: Mutex<HashMap<String, Channel>>,
+    /// Channel names whose subscription the manager task should reconcile.
+    reconcile: mpsc::UnboundedSender<String>,
+}
+
+struct Channel {
+    waiters: usize,
+    state: Arc<ChannelState>,
+}
+
+struct ChannelState {
+    notify: Notify,
+    subscribed: watch::Sender<SubState>,
+}
+
+impl Subscriptions {
+    /// Starts the manager and dispatch tasks; `pushes` receives the
+    /// connection's RESP3 pushes.
+    pub(crate) fn start(
+        conn: ConnectionManager,
+        pushes: mpsc::UnboundedReceiver<PushInfo>,
+    ) -> Subscriptions {
+        let (reconcile, requests) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            channels: Mutex::new(HashMap::new()),
+            reconcile,
+        });
+        let weak = Arc::downgrade(&shared);
+        tokio::spawn(manage(weak.clone(), conn, requests));
+        tokio::spawn(dispatch(weak, pushes));
+        Subscriptions { shared }
+    }
+
+    /// Joins `channel` as a waiter; the subscription is shared with every
+    /// other waiter of this client on that channel.
+    pub(crate) fn join(&self, channel: String) -> Subscription {
+        let mut channels = self.shared.lock();
+        let entry = channels.entry(channel.clone()).or_insert_with(|| Channel {
+            waiters: 0,
+            state: Arc::new(ChannelState {
+                notify: Notify::new(),
+                subscribed: watch::channel(SubState::Pending).0,
+            }),
+        });
+        entry.waiters += 1;
+        let state = entry.state.clone();
+        if entry.waiters == 1 {
+            let _ = self.shared.reconcile.send(channel.clone());
+        }
+        Subscription {
+            shared: self.shared.clone(),
+            channel,
+            state,
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Channel>> {
+        // Updates are single map operations, so a poisoned map is consistent.
+        self.channels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One waiter's membership of a channel; leaving is dropping it.
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
+    channel: String,
+    state: Arc<ChannelState>,
+}
+
+impl Subscription {
+    /// Waits until the subscription is confirmed, at most `max`. Returns
+    /// false if it failed or is still pending (the caller then polls).
+    pub(crate) async fn ready(&self, max: Option<Duration>) -> bool {
+        let mut rx = self.state.subscribed.subscribe();
+        let wait = rx.wait_for(|s| *s != SubState::Pending);
+        let state = match max {
+            Some(max) => match tokio::time::timeout(max, wait).await {
+                Ok(Ok(state)) => *state,
+                _ => return false,
+            },
+            None => match wait.await {
+                Ok(state) => *state,
+                Err(_) => return false,
+            },
+        };
+        state == SubState::Ready
+    }
+
+    /// Sleeps until a release message arrives for this channel or `max`
+    /// passes (`None`: no limit). Returns a [`Baton`] when woken by a message.
+    pub(crate) async fn wait(&self, max: Option<Duration>) -> Option<Baton> {
+        let notified = self.state.notify.notified();
+        let woken = match max {
+            Some(max) => tokio::time::timeout(max, notified).await.is_ok(),
+            None => {
+                notified.await;
+                true
+            }
+        };
+        woken.then(|| Baton {
+            state: Some(self.state.clone()),
+        })
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut channels = self.shared.lock();
+        let last = match channels.get_mut(&self.channel) {
+            Some(entry) => {
+                entry.waiters -= 1;
+                entry.waiters == 0
+            }
+            None => false,
+        };
+        if last {
+            channels.remove(&self.channel);
+            let _ = self.shared.reconcile.send(self.channel.clone());
+        }
+    }
+}
+
+/// A wake-up held by the waiter it woke until that waiter has retried; if
+/// the waiter is dropped first, the wake-up goes to the next local waiter.
+pub(crate) struct Baton {
+    state: Option<Arc<ChannelState>>,
+}
+
+impl Baton {
+    /// The waiter has retried: the wake-up is used.
+    pub(crate) fn used(mut self) {
+        self.state = None;
+    }
+}
+
+impl Drop for Baton {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            state.notify.notify_one();
+        }
+    }
+}
+
+/// Subscribes and unsubscribes, one request at a time, to match the
+/// registry.
+async fn manage(
+    shared: std::sync::Weak<Shared>,
+    mut conn: ConnectionManager,
+    mut requests: mpsc::UnboundedReceiver<String>,
+) {
+    let mut subscribed: HashSet<String> = HashSet::new();
+    while let Some(channel) = requests.recv().await {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let wanted = shared.lock().get(&channel).map(|c| c.state.clone());
+        let is_subscribed = subscribed.contains(&channel);
+        drop(shared);
+        match (wanted, is_subscribed) {
+            (Some(state), false) => {
+                let result = conn.subscribe(&channel).await;
+                let outcome = match result {
+                    Ok(()) => {
+                        subscribed.insert(channel.clone());
+                        SubState::Ready
+                    }
+                    Err(e) => {
+                        tracing::warn!(channel, error = %e, "subscribe failed; waiters poll instead");
+                        SubState::Failed
+                    }
+                };
+                // If every waiter left and one re-joined meanwhile, the new
+                // entry has its own state; the re-join queued another
+                // request, which marks it ready.
+                state.subscribed.send_replace(outcome);
+            }
+            (Some(state), true) => {
+                state.subscribed.send_replace(SubState::Ready);
+            }
+            (None, true) => {
+                if let Err(e) = conn.unsubscribe(&channel).await {
+                    tracing::warn!(channel, error = %e, "unsubscribe failed");
+                }
+                subscribed.remove(&channel);
+            }
+            (None, false) => {}
+        }
+    }
+}
+
+/// Wakes waiters on release messages and on disconnection.
+async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: mpsc::UnboundedReceiver<PushInfo>) {
+    while let Some(push) = pushes.recv().await {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        match push.kind {
+            PushKind::Message => {
+                let channel = match push.data.first() {
+                    Some(Value::BulkString(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                    _ => continue,
+                };
+                if let Some(entry) = shared.lock().get(&channel) {
+                    entry.state.notify.notify_one();
+                }
+            }
+            PushKind::Disconnection => {
+                // Messages may have been lost while the connection was down;
+                // everyone re-checks. redis-rs re-subscribes on reconnect.
+                for entry in shared.lock().values() {
+                    entry.state.notify.notify_waiters();
+                    entry.state.notify.notify_one();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscriptions() -> Subscriptions {
+        // Never connects: these tests only exercise the local wake-ups.
+        let client = redis::Client::open("redis://127.0.0.1:1/?protocol=resp3").unwrap();
+        let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
+        let conn = ConnectionManager::new_lazy_with_config(client, config).unwrap();
+        let (_tx, rx) = mpsc::unbounded_channel();
+        Subscriptions::start(conn, rx)
+    }
+
+    /// A wake-up whose waiter is dropped before retrying goes to the next
+    /// local waiter; a used one does not.
+    #[tokio::test(start_paused = true)]
+    async fn unused_wakeup_is_passed_on() {
+        let subs = subscriptions();
+        let (first, second) = (subs.join("ch".into()), subs.join("ch".into()));
+        first.state.notify.notify_one();
+        let baton = first
+            .wait(Some(Duration::from_secs(1)))
+            .await
+            .expect("woken");
+        let next =
+            tokio::spawn(async move { second.wait(Some(Duration::from_secs(1))).await.is_some() });
+        tokio::task::yield_now().await;
+        drop(baton);
+        assert!(next.await.unwrap(), "the unused wake-up was not passed on");
+
+        let (first, second) = (subs.join("ch2".into()), subs.join("ch2".into()));
+        first.state.notify.notify_one();
+        first
+            .wait(Some(Duration::from_secs(1)))
+            .await
+            .expect("woken")
+            .used();
+        assert!(second.wait(Some(Duration::from_secs(1))).await.is_none());
+    }
+
+    /// A wake-up that arrives while nobody waits is kept for the next
+    /// waiter.
+    #[tokio::test(start_paused = true)]
+    async fn wakeup_with_no_waiter_is_kept() {
+        let subs = subscriptions();
+        let waiter = subs.join("ch".into());
+        waiter.state.notify.notify_one();
+        assert!(waiter.wait(Some(Duration::from_millis(1))).await.is_some());
+    }
+}

@@ -1,0 +1,316 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    RedisServer, channel_of, client, evalsha_calls, eventually, subscribers, unique,
+};
+
+/// A Redisson client's owner field.
+const JAVA_FIELD: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
+
+/// Holds `name` as a Redisson client would (raw commands), with `lease_ms`.
+fn hold_raw(server: &RedisServer, name: &str, lease_ms: u64) {
+    redis::pipe()
+        .cmd("HINCRBY")
+        .arg(name)
+        .arg(JAVA_FIELD)
+        .arg(1)
+        .cmd("PEXPIRE")
+        .arg(name)
+        .arg(lease_ms)
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+/// Spawns a `try_lock_for(wait)` and returns when it has subscribed (so it
+/// is asleep on the release channel).
+async fn spawn_waiter(
+    server: &RedisServer,
+    lock: redlease::Lock,
+    wait: Duration,
+    expected_subscribers: i64,
+) -> tokio::task::JoinHandle<(Result<redlease::LockGuard, redlease::Error>, Instant)> {
+    let channel = channel_of(lock.name());
+    let task = tokio::spawn(async move {
+        let r = lock.try_lock_for(wait).await;
+        (r, Instant::now())
+    });
+    let subscribed = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel) >= expected_subscribers
+    })
+    .await;
+    assert!(
+        subscribed.is_some(),
+        "waiter did not subscribe to {channel}"
+    );
+    task
+}
+
+/// A waiter sleeping on a 30 s watchdog lock wakes as soon as the holder
+/// unlocks, not when the lease ends.
+#[tokio::test]
+async fn waiter_wakes_on_unlock() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("wake-unlock");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let waiter = spawn_waiter(server, b.lock(&name), Duration::from_secs(20), 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    let handoff = at - released;
+    assert!(
+        handoff < Duration::from_millis(100),
+        "hand-off took {handoff:?}"
+    );
+    g.unwrap().unlock().await.unwrap();
+}
+
+/// A Redisson-style release (delete + `PUBLISH ... 0` from raw commands)
+/// wakes a redlease waiter at once.
+#[tokio::test]
+async fn waiter_wakes_on_redisson_unlock_message() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("wake-redisson");
+    hold_raw(server, &name, 30_000);
+    let waiter = spawn_waiter(server, c.lock(&name), Duration::from_secs(20), 1).await;
+    let released = Instant::now();
+    redis::pipe()
+        .cmd("DEL")
+        .arg(&name)
+        .cmd("PUBLISH")
+        .arg(channel_of(&name))
+        .arg(0)
+        .exec(&mut server.connection())
+        .unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        at - released < Duration::from_millis(100),
+        "{:?}",
+        at - released
+    );
+    g.unwrap().unlock().await.unwrap();
+}
+
+/// A holder that dies sends no message; the waiter still takes the lock
+/// within a few milliseconds of its expiry, not a whole lease later.
+#[tokio::test]
+async fn waiter_takes_expired_lock_without_message() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("wake-expiry");
+    let lease = Duration::from_millis(400);
+    hold_raw(server, &name, lease.as_millis() as u64);
+    let held_at = Instant::now();
+    let (g, at) = spawn_waiter(server, c.lock(&name), Duration::from_secs(5), 1)
+        .await
+        .await
+        .unwrap();
+    let after = at - held_at;
+    assert!(
+        after >= lease - Duration::from_millis(20),
+        "took an unexpired lock: {after:?}"
+    );
+    assert!(after < lease + Duration::from_millis(60), "{after:?}");
+    g.unwrap().unlock().await.unwrap();
+}
+
+/// Waiters that acquire, time out or are cancelled all leave the channel:
+/// the client unsubscribes once its last waiter is gone.
+#[tokio::test]
+async fn no_subscription_left_behind() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("wake-leak");
+    let channel = channel_of(&name);
+    let held = a.lock(&name).try_lock().await.unwrap();
+    // Timed out waiters.
+    let mut timed_out = Vec::new();
+    for _ in 0..5 {
+        let lock = b.lock(&name);
+        timed_out.push(tokio::spawn(async move {
+            lock.try_lock_for(Duration::from_millis(300)).await
+        }));
+    }
+    // Cancelled waiters.
+    let mut cancelled = Vec::new();
+    for _ in 0..5 {
+        let lock = b.lock(&name);
+        cancelled.push(tokio::spawn(async move { lock.lock().await }));
+    }
+    assert!(
+        eventually(Duration::from_secs(2), || subscribers(server, &channel)
+            == 1)
+        .await
+        .is_some()
+    );
+    for t in cancelled {
+        t.abort();
+    }
+    for t in timed_out {
+        assert!(t.await.unwrap().unwrap_err().is_busy());
+    }
+    let gone = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel) == 0
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "subscription left after waiters timed out or were cancelled"
+    );
+    // Waiters that acquire.
+    let waiter = spawn_waiter(server, b.lock(&name), Duration::from_secs(5), 1).await;
+    held.unlock().await.unwrap();
+    waiter.await.unwrap().0.unwrap().unlock().await.unwrap();
+    let gone = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel) == 0
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "subscription left after the waiter acquired"
+    );
+}
+
+/// Many quick hand-offs between tasks on two clients: a lost wake-up would
+/// leave a waiter asleep for the 30 s lease and blow the time limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_lost_wakeups_in_rapid_handoffs() {
+    const ROUNDS: usize = 60;
+    let name = unique("wake-rapid");
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let c = client().await;
+        for _ in 0..3 {
+            let (lock, done) = (c.lock(&name), done.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..ROUNDS {
+                    let g = lock.lock().await.unwrap();
+                    done.fetch_add(1, Ordering::Relaxed);
+                    g.unlock().await.unwrap();
+                }
+            }));
+        }
+    }
+    let all = async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), all)
+        .await
+        .unwrap_or_else(|_| panic!("stuck after {} acquisitions", done.load(Ordering::Relaxed)));
+    assert_eq!(done.load(Ordering::Relaxed), 6 * ROUNDS);
+}
+
+/// One release wakes one waiter per client: with 40 waiters in one client,
+/// a hand-off costs the same few commands as with one.
+#[tokio::test]
+async fn one_release_wakes_one_local_waiter() {
+    let server = RedisServer::start();
+    let holder = redlease::Client::connect(&server.url()).await.unwrap();
+    let waiters = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("wake-herd");
+    let mut held = holder.lock(&name).try_lock().await.unwrap();
+    let acquired = Arc::new(AtomicUsize::new(0));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..40 {
+        let (lock, acquired, tx) = (waiters.lock(&name), acquired.clone(), tx.clone());
+        tokio::spawn(async move {
+            let g = lock.lock().await.unwrap();
+            acquired.fetch_add(1, Ordering::SeqCst);
+            tx.send(g).unwrap();
+        });
+    }
+    // Let every waiter make its attempts and go to sleep.
+    assert!(
+        eventually(Duration::from_secs(2), || subscribers(
+            &server,
+            &channel_of(&name)
+        ) == 1)
+        .await
+        .is_some()
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for round in 0..3 {
+        let before = evalsha_calls(&server);
+        held.unlock().await.unwrap();
+        held = tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        // Give any other woken waiter time to send its attempt.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let calls = evalsha_calls(&server) - before;
+        // The release, and one attempt by the one woken waiter.
+        assert!(
+            calls <= 3,
+            "round {round}: {calls} commands for one hand-off with 40 waiters"
+        );
+        assert_eq!(acquired.load(Ordering::SeqCst), round + 1);
+    }
+    drop(held);
+}
+
+/// Redis restarted empty while waiters on two clients wait: they
+/// reconnect, re-subscribe, and all still acquire in turn, and the
+/// subscriptions are gone afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_survive_redis_restart() {
+    let mut server = RedisServer::start();
+    let holder = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("wake-restart");
+    let channel = channel_of(&name);
+    let held = holder.lock(&name).try_lock().await.unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let c = redlease::Client::connect(&server.url()).await.unwrap();
+        for _ in 0..3 {
+            let (lock, done) = (c.lock(&name), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let g = lock.lock().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                g.unlock().await.unwrap();
+                done.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+    }
+    assert!(
+        eventually(Duration::from_secs(2), || subscribers(&server, &channel)
+            == 2)
+        .await
+        .is_some()
+    );
+    let server = tokio::task::spawn_blocking(move || {
+        server.restart();
+        server
+    })
+    .await
+    .unwrap();
+    let all = async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), all)
+        .await
+        .unwrap_or_else(|_| panic!("only {} of 6 waiters acquired", done.load(Ordering::SeqCst)));
+    let gone = eventually(Duration::from_secs(2), || {
+        subscribers(&server, &channel) == 0
+    })
+    .await;
+    assert!(gone.is_some(), "subscriptions left after the restart");
+    // The holder's lock vanished with the data.
+    assert!(held.unlock().await.unwrap_err().is_not_owner());
+}
