@@ -1,182 +1,55 @@
-//! Lock+unlock throughput of redlease, next to `redis-benchmark` replaying
-//! the same scripts on the same private `redis-server`, in one run.
+//! redlease's bench program: each measurement next to a reference run in the
+//! same process, against the same private `redis-server`, because these
+//! machines are noisy.
 //!
 //! ```text
-//! cargo run --release -p redlease-bench -- [SECONDS] [TASKS...]
+//! cargo run --release -p redlease-bench                      # everything
+//! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
+//! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
 //! ```
 //!
-//! Defaults: 5 seconds per measurement, 1 and 64 concurrent tasks. Each
-//! redlease task takes and releases a lock on its own key (uncontended), as
-//! fast as it can, on one shared client (so on one multiplexed connection).
-//!
-//! The reference runs `redis-benchmark` once for `EVALSHA` of the acquire
-//! script and once for the release script, and combines the two rates into
-//! pairs per second (`1 / (1/acquire + 1/release)`): the rate at which the
-//! same server runs the same two scripts with no client library in the way.
-//! It runs in two shapes with the same number of requests in flight as
-//! redlease has tasks: N connections with one request each (`-c N`), and
-//! one connection with N pipelined requests (`-c 1 -P N`), which is how a
-//! multiplexed client sends and so the fairer limit. The machines this runs
-//! on are noisy, so the ratios are the figures to read.
+//! The output is Markdown, for `docs/BENCHMARKS.md`.
+
+mod handoff;
+mod throughput;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use redlease_testkit::RedisServer;
 
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let seconds: u64 = args
+    let what = args.next().unwrap_or_else(|| "all".to_owned());
+    let seconds: Option<u64> = args
         .next()
-        .map_or(5, |s| s.parse().expect("SECONDS must be a number"));
-    let tasks: Vec<usize> = {
-        let v: Vec<usize> = args
-            .map(|s| s.parse().expect("TASKS must be numbers"))
-            .collect();
-        if v.is_empty() { vec![1, 64] } else { v }
+        .map(|s| s.parse().expect("SECONDS must be a number"));
+    let counts: Vec<usize> = args
+        .map(|s| s.parse().expect("counts must be numbers"))
+        .collect();
+    let counts = |default: &[usize]| {
+        if counts.is_empty() {
+            default.to_vec()
+        } else {
+            counts.clone()
+        }
     };
-    let duration = Duration::from_secs(seconds);
     let server = RedisServer::start();
-    let client = redlease::Client::connect(&server.url())
-        .await
-        .expect("connect");
-    // Load the scripts, so redis-benchmark's EVALSHA finds them.
-    client
-        .lock("bench:warmup")
-        .try_lock()
-        .await
-        .expect("warm-up lock")
-        .unlock()
-        .await
-        .expect("warm-up unlock");
-
     println!(
-        "redis-server {}, {} cores, {seconds} s per measurement\n",
+        "redis-server {}, {} cores\n",
         redis_version(),
-        cores()
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    println!(
-        "| tasks | mode | redlease pairs/s | redis-benchmark `-c N` | ratio | redis-benchmark `-c 1 -P N` | ratio |"
-    );
-    println!("|---:|---|---:|---:|---:|---:|---:|");
-    for &n in &tasks {
-        let conns = reference_pairs_per_sec(&server, n, 1, duration);
-        let pipelined = reference_pairs_per_sec(&server, 1, n, duration);
-        for (mode, lease) in [
-            ("watchdog", None),
-            ("fixed lease", Some(Duration::from_secs(30))),
-        ] {
-            let ours = redlease_pairs_per_sec(&client, n, duration, lease).await;
-            println!(
-                "| {n} | {mode} | {ours:.0} | {conns:.0} | {:.2} | {pipelined:.0} | {:.2} |",
-                ours / conns,
-                ours / pipelined
-            );
-        }
+    if matches!(what.as_str(), "all" | "throughput") {
+        throughput::run(&server, seconds.unwrap_or(5), &counts(&[1, 64])).await;
     }
-}
-
-/// Lock+unlock pairs per second with `tasks` tasks on one client, each on
-/// its own key.
-async fn redlease_pairs_per_sec(
-    client: &redlease::Client,
-    tasks: usize,
-    duration: Duration,
-    lease: Option<Duration>,
-) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let pairs = Arc::new(AtomicU64::new(0));
-    let mut handles = Vec::new();
-    for t in 0..tasks {
-        let mut lock = client.lock(format!("bench:redlease:{t}"));
-        if let Some(lease) = lease {
-            lock = lock.lease(lease);
-        }
-        let (stop, pairs) = (stop.clone(), pairs.clone());
-        handles.push(tokio::spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
-                let guard = lock.try_lock().await.expect("uncontended lock");
-                guard.unlock().await.expect("unlock");
-                pairs.fetch_add(1, Ordering::Relaxed);
-            }
-        }));
+    if matches!(what.as_str(), "all" | "handoff") {
+        handoff::run(&server, seconds.unwrap_or(5), &counts(&[1, 16, 256])).await;
     }
-    let start = Instant::now();
-    tokio::time::sleep(duration).await;
-    stop.store(true, Ordering::Relaxed);
-    for h in handles {
-        h.await.expect("bench task");
+    if !matches!(what.as_str(), "all" | "throughput" | "handoff") {
+        eprintln!("unknown measurement {what:?}: expected all, throughput or handoff");
+        std::process::exit(2);
     }
-    pairs.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
-}
-
-/// The pair rate `redis-benchmark` reaches for the acquire and release
-/// scripts with `conns` connections of `pipeline` requests in flight each.
-fn reference_pairs_per_sec(
-    server: &RedisServer,
-    conns: usize,
-    pipeline: usize,
-    duration: Duration,
-) -> f64 {
-    let [acquire, release, _] = redlease::lua_scripts();
-    let field = "00000000-0000-0000-0000-000000000000:1";
-    // A first run measures the rate; the real run is sized to last about
-    // `duration`.
-    let calibrate = |args: &[&str]| {
-        let quick = run_redis_benchmark(server, conns, pipeline, 20_000, args);
-        let requests = (quick * duration.as_secs_f64() / 2.0).max(20_000.0) as u64;
-        run_redis_benchmark(server, conns, pipeline, requests, args)
-    };
-    let key = "bench:reference:__rand_int__";
-    let acquire_rate = calibrate(&["EVALSHA", acquire.1, "1", key, "30000", field]);
-    let release_rate = calibrate(&[
-        "EVALSHA",
-        release.1,
-        "2",
-        key,
-        "redisson_lock__channel:{bench}",
-        "0",
-        "30000",
-        field,
-    ]);
-    1.0 / (1.0 / acquire_rate + 1.0 / release_rate)
-}
-
-/// Runs `redis-benchmark` and returns its requests per second.
-fn run_redis_benchmark(
-    server: &RedisServer,
-    conns: usize,
-    pipeline: usize,
-    requests: u64,
-    command: &[&str],
-) -> f64 {
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
-        .args([
-            "-c",
-            &conns.to_string(),
-            "-P",
-            &pipeline.to_string(),
-            "-n",
-            &requests.to_string(),
-            "-r",
-            "100000",
-            "--csv",
-        ])
-        .args(command)
-        .output()
-        .expect("redis-benchmark is on PATH (Debian package redis-tools)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    // CSV: a header line, then "name","rps",...
-    stdout
-        .lines()
-        .nth(1)
-        .and_then(|l| l.split(',').nth(1))
-        .and_then(|v| v.trim_matches('"').parse().ok())
-        .unwrap_or_else(|| panic!("unexpected redis-benchmark output: {stdout}"))
 }
 
 fn redis_version() -> String {
@@ -189,8 +62,4 @@ fn redis_version() -> String {
         .find_map(|w| w.strip_prefix("v="))
         .unwrap_or("?")
         .to_owned()
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -205,9 +205,13 @@ impl Lock {
                         .inner
                         .subscriptions
                         .join(name::channel(&self.name));
-                    let subscribed = sub.ready(remaining).await;
+                    // Already subscribed for other local waiters: a release
+                    // since our attempt has woken one of them or left a
+                    // stored wake-up for us, so no retry is needed.
+                    let already = sub.is_ready();
+                    let subscribed = already || sub.ready(remaining).await;
                     subscription = Some((sub, subscribed));
-                    if subscribed {
+                    if subscribed && !already {
                         continue;
                     }
                     let joined = subscription.as_ref().expect("just set");

@@ -124,6 +124,11 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
+    /// Returns true if and only if the subscription is confirmed already.
+    pub(crate) fn is_ready(&self) -> bool {
+        *self.state.subscribed.borrow() == SubState::Ready
+    }
+
     /// Waits until the subscription is confirmed, at most `max`. Returns
     /// false if it failed or is still pending (the caller then polls).
     pub(crate) async fn ready(&self, max: Option<Duration>) -> bool {
