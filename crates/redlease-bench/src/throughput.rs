@@ -90,7 +90,15 @@ fn reference_pairs_per_sec(
     pipeline: usize,
     duration: Duration,
 ) -> f64 {
-    let [acquire, release, _] = redlease::lua_scripts();
+    let scripts = redlease::lua_scripts();
+    let sha = |name: &str| {
+        scripts
+            .iter()
+            .find(|s| s.0 == name)
+            .map(|s| s.1)
+            .expect("script listed")
+    };
+    let (acquire, release) = (sha("acquire"), sha("release"));
     let field = "00000000-0000-0000-0000-000000000000:1";
     // A first run measures the rate; the real run is sized to last about
     // `duration`.
@@ -100,10 +108,10 @@ fn reference_pairs_per_sec(
         run_redis_benchmark(server, conns, pipeline, requests, args)
     };
     let key = "bench:reference:__rand_int__";
-    let acquire_rate = calibrate(&["EVALSHA", acquire.1, "1", key, "30000", field]);
+    let acquire_rate = calibrate(&["EVALSHA", acquire, "1", key, "30000", field]);
     let release_rate = calibrate(&[
         "EVALSHA",
-        release.1,
+        release,
         "2",
         key,
         "redisson_lock__channel:{bench}",

@@ -9,6 +9,7 @@ use redis::IntoConnectionInfo;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::guard::Kind;
 use crate::pubsub::Subscriptions;
 use crate::watchdog::Watchdog;
 use crate::{Error, Lock, name};
@@ -105,7 +106,25 @@ impl Client {
     /// Returns a handle to the lock called `name`. Nothing is sent to Redis
     /// until the handle is used, and the name is checked then.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into())
+        Lock::new(self.clone(), Kind::Plain, name.into())
+    }
+
+    /// Returns a handle to the **fair** lock called `name`: waiters acquire in
+    /// the order they started waiting, across processes, and each release
+    /// wakes only the next waiter in line.
+    ///
+    /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
+    /// handle on one name exclude each other), plus Redisson's `RFairLock`
+    /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
+    /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
+    /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the
+    /// queue; [`try_lock`](Lock::try_lock) acquires only when nobody is
+    /// queued and leaves no trace. A waiter that gives up leaves the queue at
+    /// once; one that dies (or loses its connection) stops refreshing its
+    /// deadline and is dropped from the queue within one
+    /// [watchdog timeout](ClientBuilder::watchdog_timeout).
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), Kind::Fair, name.into())
     }
 
     /// This client's random id, the first part of every owner field it

@@ -55,6 +55,7 @@ pub(crate) enum LeaseMode {
 #[clippy::has_significant_drop]
 pub struct LockGuard {
     client: Client,
+    kind: Kind,
     name: Arc<str>,
     /// `<client-id>:<n>`, unique to this acquisition.
     field: Arc<str>,
@@ -71,6 +72,7 @@ pub struct LockGuard {
 impl LockGuard {
     pub(crate) fn new(
         client: Client,
+        kind: Kind,
         name: Arc<str>,
         field: Arc<str>,
         lease_ms: u64,
@@ -89,6 +91,7 @@ impl LockGuard {
         };
         LockGuard {
             client,
+            kind,
             name,
             field,
             lease_ms,
@@ -129,7 +132,14 @@ impl LockGuard {
     /// the background, as for any dropped guard.
     pub async fn unlock(mut self) -> Result<(), Error> {
         self.stop_watchdog();
-        let result = release(&self.client, &self.name, &self.field, self.lease_ms).await;
+        let result = release(
+            &self.client,
+            self.kind,
+            &self.name,
+            &self.field,
+            self.lease_ms,
+        )
+        .await;
         match &result {
             // Only a lost reply leaves the release undone for sure; then
             // Drop tries once more in the background.
@@ -217,7 +227,13 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         self.stop_watchdog();
         if self.armed {
-            release_in_background(&self.client, &self.name, &self.field, self.lease_ms);
+            release_in_background(
+                &self.client,
+                self.kind,
+                &self.name,
+                &self.field,
+                self.lease_ms,
+            );
         }
     }
 }
@@ -238,15 +254,42 @@ impl fmt::Debug for LockGuard {
     }
 }
 
+/// Which protocol a lock uses: the plain lock, or the fair lock with its
+/// waiting queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Fair,
+}
+
 /// Runs the owner-checked release script once.
-async fn release(client: &Client, key: &str, field: &str, lease_ms: u64) -> Result<(), Error> {
+async fn release(
+    client: &Client,
+    kind: Kind,
+    key: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<(), Error> {
     let mut conn = client.inner.conn.clone();
-    let reply = scripts::RELEASE
-        .key(key)
-        .key(name::channel(key))
-        .arg(scripts::UNLOCK_MESSAGE)
-        .arg(lease_ms)
-        .arg(field)
+    let mut call = match kind {
+        Kind::Plain => {
+            let mut call = scripts::RELEASE.prepare_invoke();
+            call.key(key).key(name::channel(key));
+            call
+        }
+        Kind::Fair => {
+            let mut call = scripts::FAIR_RELEASE.prepare_invoke();
+            call.key(key)
+                .key(name::queue_key(key))
+                .key(name::timeout_key(key));
+            call
+        }
+    };
+    call.arg(scripts::UNLOCK_MESSAGE).arg(lease_ms).arg(field);
+    if kind == Kind::Fair {
+        call.arg(name::channel(key));
+    }
+    let reply = call
         .invoke_async::<Option<i64>>(&mut conn)
         .await
         .map_err(|e| Error::from(e).with_key(key))?;
@@ -257,10 +300,29 @@ async fn release(client: &Client, key: &str, field: &str, lease_ms: u64) -> Resu
     }
 }
 
-/// Sends the release on the current runtime without waiting for it; does
-/// nothing without a runtime. Used by Drop and by cancelled acquires.
+/// Removes every trace of `field` from a fair lock: its queue entry and, if
+/// it holds the lock, its hold; wakes the next waiter if that frees the lock.
+pub(crate) async fn abandon_fair(client: &Client, key: &str, field: &str) -> Result<(), Error> {
+    let mut conn = client.inner.conn.clone();
+    scripts::FAIR_ABANDON
+        .key(key)
+        .key(name::queue_key(key))
+        .key(name::timeout_key(key))
+        .arg(field)
+        .arg(name::channel(key))
+        .arg(scripts::UNLOCK_MESSAGE)
+        .invoke_async::<i64>(&mut conn)
+        .await
+        .map(drop)
+        .map_err(|e| Error::from(e).with_key(key))
+}
+
+/// Sends the release (for a fair lock: the abandon, which also leaves the
+/// queue) on the current runtime without waiting for it; does nothing
+/// without a runtime. Used by Drop and by cancelled acquires.
 pub(crate) fn release_in_background(
     client: &Client,
+    kind: Kind,
     key: &Arc<str>,
     field: &Arc<str>,
     lease_ms: u64,
@@ -273,7 +335,11 @@ pub(crate) fn release_in_background(
     // A runtime that is shutting down drops the task unpolled; the lease
     // then frees the lock.
     drop(handle.spawn(async move {
-        match release(&client, &key, &field, lease_ms).await {
+        let result = match kind {
+            Kind::Plain => release(&client, kind, &key, &field, lease_ms).await,
+            Kind::Fair => abandon_fair(&client, &key, &field).await,
+        };
+        match result {
             Ok(()) => tracing::debug!(key = %key, "released in the background"),
             Err(e) if e.is_not_owner() => {}
             Err(e) => tracing::warn!(key = %key, error = %e, "background release failed; the lock will expire after its lease"),

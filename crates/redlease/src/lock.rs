@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::guard::{LeaseMode, LockGuard, release_in_background};
+use crate::guard::{Kind, LeaseMode, LockGuard, abandon_fair, release_in_background};
 use crate::pubsub::{Baton, Subscription};
 use crate::{Client, Error, name, scripts, wait};
 
@@ -26,6 +26,7 @@ use crate::{Client, Error, name, scripts, wait};
 #[derive(Clone, Debug)]
 pub struct Lock {
     client: Client,
+    kind: Kind,
     name: Arc<str>,
     /// `None`: watchdog mode.
     lease: Option<Duration>,
@@ -40,9 +41,10 @@ enum Attempt {
 }
 
 impl Lock {
-    pub(crate) fn new(client: Client, name: String) -> Lock {
+    pub(crate) fn new(client: Client, kind: Kind, name: String) -> Lock {
         Lock {
             client,
+            kind,
             name: name.into(),
             lease: None,
         }
@@ -81,7 +83,7 @@ impl Lock {
         let lease_ms = self.prepare()?;
         let started = Instant::now();
         let field = self.client.inner.new_owner_field().into();
-        match self.attempt(lease_ms, &field).await? {
+        match self.attempt(lease_ms, &field, false).await? {
             Attempt::Acquired(guard) => Ok(guard),
             Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
         }
@@ -156,23 +158,38 @@ impl Lock {
         // One owner field per acquisition, reused by its attempts, except
         // after an attempt whose outcome is unknown (see below).
         let mut field: Arc<str> = self.client.inner.new_owner_field().into();
+        let fair = self.kind == Kind::Fair;
+        // A fair waiter's place in the queue, given up if this future is
+        // dropped before the lock is acquired.
+        let mut ticket = QueueTicket {
+            lock: fair.then_some(self),
+            field: field.clone(),
+        };
         let mut subscription: Option<(Subscription, bool)> = None;
         let mut baton: Option<Baton> = None;
         let mut backoff = 0u32;
         loop {
-            let outcome = self.attempt(lease_ms, &field).await;
+            let outcome = self.attempt(lease_ms, &field, fair).await;
             // Whatever the outcome, the wake-up that led here is used.
             if let Some(baton) = baton.take() {
                 baton.used();
             }
             let (holder_ttl, transient) = match outcome {
-                Ok(Attempt::Acquired(guard)) => return Ok(guard),
+                Ok(Attempt::Acquired(guard)) => {
+                    ticket.lock = None;
+                    return Ok(guard);
+                }
                 Ok(Attempt::Busy(ttl)) => (ttl, None),
                 Err(e) if e.is_transient() => {
-                    // The attempt may have taken the lock under this field,
-                    // and its release is on its way in the background: a
-                    // later attempt must not be that release's victim.
+                    // The attempt may have taken the lock (or a place in the
+                    // queue) under this field, and its release is on its way
+                    // in the background: a later attempt must not be that
+                    // release's victim.
                     field = self.client.inner.new_owner_field().into();
+                    ticket.field = field.clone();
+                    if fair {
+                        subscription = None;
+                    }
                     (None, Some(e))
                 }
                 Err(e) => return Err(e),
@@ -181,6 +198,9 @@ impl Lock {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
+                        if fair && abandon_fair(&self.client, &self.name, &field).await.is_ok() {
+                            ticket.lock = None;
+                        }
                         return Err(
                             transient.unwrap_or_else(|| Error::busy(&self.name, now - started))
                         );
@@ -199,12 +219,14 @@ impl Lock {
                 None => {
                     // Subscribe, then retry once before sleeping: a release
                     // between the first attempt and the subscription is
-                    // caught by the retry.
-                    let sub = self
-                        .client
-                        .inner
-                        .subscriptions
-                        .join(name::channel(&self.name));
+                    // caught by the retry. A fair waiter listens on a channel
+                    // of its own, on which it is woken when its turn comes.
+                    let channel = if fair {
+                        name::waiter_channel(&self.name, &field)
+                    } else {
+                        name::channel(&self.name)
+                    };
+                    let sub = self.client.inner.subscriptions.join(channel);
                     // Already subscribed for other local waiters: a release
                     // since our attempt has woken one of them or left a
                     // stored wake-up for us, so no retry is needed.
@@ -218,35 +240,63 @@ impl Lock {
                     (&joined.0, joined.1)
                 }
             };
+            let mut sleep = cap(holder_ttl.map(|t| t + Duration::from_millis(1)), remaining);
+            if fair {
+                // Each attempt refreshes the waiter's deadline in the queue.
+                sleep = cap(sleep, Some(self.client.inner.watchdog_timeout / 3));
+            }
             if subscribed {
-                let sleep = cap(holder_ttl.map(|t| t + Duration::from_millis(1)), remaining);
                 baton = sub.wait(sleep).await;
             } else {
-                wait::pause(backoff, holder_ttl, remaining).await;
+                wait::pause(backoff, holder_ttl, sleep).await;
                 backoff = backoff.saturating_add(1);
             }
         }
     }
 
     /// Runs the acquire script once.
-    async fn attempt(&self, lease_ms: u64, field: &Arc<str>) -> Result<Attempt, Error> {
+    ///
+    /// For a fair lock, `enqueue` makes a failed attempt join the queue (or
+    /// refresh its place in it).
+    async fn attempt(
+        &self,
+        lease_ms: u64,
+        field: &Arc<str>,
+        enqueue: bool,
+    ) -> Result<Attempt, Error> {
         let inner = &self.client.inner;
         // Armed until we know the outcome: if this future is dropped while
         // the request may be in Redis, the field is released behind it.
         let mut pending = PendingAcquire {
             client: Some(self.client.clone()),
+            kind: self.kind,
             name: self.name.clone(),
             field: field.clone(),
             lease_ms,
         };
         let mut conn = inner.conn.clone();
+        let call = match self.kind {
+            Kind::Plain => {
+                let mut call = scripts::ACQUIRE.prepare_invoke();
+                call.key(&*self.name).arg(lease_ms).arg(&**field);
+                call
+            }
+            Kind::Fair => {
+                let mut call = scripts::FAIR_ACQUIRE.prepare_invoke();
+                call.key(&*self.name)
+                    .key(name::queue_key(&self.name))
+                    .key(name::timeout_key(&self.name))
+                    .arg(lease_ms)
+                    .arg(&**field)
+                    .arg(inner.watchdog_timeout.as_millis() as u64)
+                    .arg(name::channel(&self.name))
+                    .arg(u8::from(enqueue))
+                    .arg(scripts::UNLOCK_MESSAGE);
+                call
+            }
+        };
         let sent_at = Instant::now();
-        let reply = scripts::ACQUIRE
-            .key(&*self.name)
-            .arg(lease_ms)
-            .arg(&**field)
-            .invoke_async::<Option<i64>>(&mut conn)
-            .await;
+        let reply = call.invoke_async::<Option<i64>>(&mut conn).await;
         let reply = match reply {
             Ok(reply) => reply,
             Err(err) => {
@@ -274,6 +324,7 @@ impl Lock {
                 tracing::debug!(key = %self.name, "lock acquired");
                 Ok(Attempt::Acquired(LockGuard::new(
                     self.client.clone(),
+                    self.kind,
                     self.name.clone(),
                     field.clone(),
                     lease_ms,
@@ -301,6 +352,7 @@ fn cap(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 struct PendingAcquire {
     /// `None` once disarmed.
     client: Option<Client>,
+    kind: Kind,
     name: Arc<str>,
     field: Arc<str>,
     lease_ms: u64,
@@ -315,7 +367,23 @@ impl PendingAcquire {
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
         if let Some(client) = self.client.take() {
-            release_in_background(&client, &self.name, &self.field, self.lease_ms);
+            release_in_background(&client, self.kind, &self.name, &self.field, self.lease_ms);
+        }
+    }
+}
+
+/// A fair waiter's place in the queue: dropped while armed (the wait was
+/// cancelled), it leaves the queue in the background.
+struct QueueTicket<'a> {
+    /// The fair lock waited on; `None` for a plain lock or once acquired.
+    lock: Option<&'a Lock>,
+    field: Arc<str>,
+}
+
+impl Drop for QueueTicket<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            release_in_background(&lock.client, Kind::Fair, &lock.name, &self.field, 0);
         }
     }
 }

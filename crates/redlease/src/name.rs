@@ -56,6 +56,23 @@ pub(crate) fn channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
 }
 
+/// The fair lock's waiting queue (a list of owner fields), as Redisson's
+/// `RFairLock`.
+pub(crate) fn queue_key(name: &str) -> String {
+    prefixed("redisson_lock_queue", name)
+}
+
+/// The fair lock's waiter deadlines (a zset of owner fields), as Redisson's
+/// `RFairLock`.
+pub(crate) fn timeout_key(name: &str) -> String {
+    prefixed("redisson_lock_timeout", name)
+}
+
+/// The channel on which the fair lock wakes one waiter, `owner`.
+pub(crate) fn waiter_channel(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", channel(name))
+}
+
 fn prefixed(prefix: &str, name: &str) -> String {
     if name.contains('{') {
         format!("{prefix}:{name}")
@@ -75,6 +92,13 @@ mod tests {
             channel("lock:{sku}:7"),
             "redisson_lock__channel:lock:{sku}:7"
         );
+    }
+
+    #[test]
+    fn fair_keys_follow_redisson() {
+        assert_eq!(queue_key("a"), "redisson_lock_queue:{a}");
+        assert_eq!(timeout_key("{a}:b"), "redisson_lock_timeout:{a}:b");
+        assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
     }
 
     #[test]

@@ -96,21 +96,155 @@ end
 return renewed
 ";
 
+/// Shared by the fair-lock scripts: the server's clock in milliseconds, and
+/// the removal of dead waiters from the head of the queue (KEYS\[2\] the
+/// queue list, KEYS\[3\] the deadline zset). A waiter whose deadline has
+/// passed stopped refreshing it: it died or lost its connection.
+const FAIR_PRELUDE: &str = r"
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then break end
+    local deadline = redis.call('zscore', KEYS[3], head)
+    if deadline ~= false and tonumber(deadline) > now then break end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+end
+";
+
+/// Fair acquire: take the lock in queue order, or join or refresh the queue.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: `redisson_lock_queue:{name}`;
+///   KEYS\[3\]: `redisson_lock_timeout:{name}`.
+/// * ARGV\[1\]: the lease in ms; ARGV\[2\]: the owner field; ARGV\[3\]: the
+///   queue lease in ms (a waiter must call again within it to stay queued);
+///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
+///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
+///   try that leaves no trace; ARGV\[6\]: the unlock message.
+/// * Dead waiters are first dropped from the head of the queue. The lock is
+///   taken when it is free and the queue is empty or starts with this owner
+///   (which then leaves the queue), or re-entered when this owner holds it:
+///   returns nil. Otherwise, with ARGV\[5\] = `1`, the owner is appended to
+///   the queue (or, if queued, its deadline refreshed) with deadline
+///   now + ARGV\[3\] in the zset, and, if the lock is free, the head waiter
+///   is woken on its own channel. Returns the lock's `PTTL` (`-2` when free
+///   but it is someone else's turn).
+///
+/// Same keys, list and zset as Redisson's `RFairLock`; the zset scores here
+/// are liveness deadlines refreshed by live waiters, not Redisson's
+/// position-based estimates (see DESIGN.md).
+pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_ACQUIRE_SRC].concat()));
+const FAIR_ACQUIRE_SRC: &str = r"
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+    if head ~= false then
+        redis.call('lpop', KEYS[2])
+        redis.call('zrem', KEYS[3], ARGV[2])
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if ARGV[5] == '1' then
+    if redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
+        redis.call('rpush', KEYS[2], ARGV[2])
+    end
+    head = redis.call('lindex', KEYS[2], 0)
+    if redis.call('exists', KEYS[1]) == 0 and head ~= false and head ~= ARGV[2] then
+        redis.call('publish', ARGV[4] .. ':' .. head, ARGV[6])
+    end
+end
+return redis.call('pttl', KEYS[1])
+";
+
+/// Fair release: owner-checked, and the next waiter is woken directly.
+///
+/// * KEYS and ARGV\[4\] as [`FAIR_ACQUIRE`]; ARGV\[1\]: the unlock message;
+///   ARGV\[2\]: the lease in ms to restore when holds remain; ARGV\[3\]: the
+///   owner field.
+/// * Returns as [`RELEASE`]: nil when not ours, `0` when holds remain, `1`
+///   when the key was deleted; then the unlock message goes to the channel
+///   of the queue's head (after dropping dead waiters), as in Redisson.
+pub(crate) static FAIR_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_RELEASE_SRC].concat()));
+const FAIR_RELEASE_SRC: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head ~= false then
+    redis.call('publish', ARGV[4] .. ':' .. head, ARGV[1])
+end
+return 1
+";
+
+/// Fair abandon: a waiter that gives up, or an acquire whose outcome is
+/// unknown, leaves no trace.
+///
+/// * KEYS as [`FAIR_ACQUIRE`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
+///   release channel prefix; ARGV\[3\]: the unlock message.
+/// * Removes the owner from the queue and the zset, releases one hold of the
+///   lock if the owner has it, and if the lock is then free wakes the head
+///   waiter. Returns `1`.
+pub(crate) static FAIR_ABANDON: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_ABANDON_SRC].concat()));
+const FAIR_ABANDON_SRC: &str = r"
+redis.call('lrem', KEYS[2], 0, ARGV[1])
+redis.call('zrem', KEYS[3], ARGV[1])
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+    if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
+        redis.call('del', KEYS[1])
+    end
+end
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head ~= false then
+        redis.call('publish', ARGV[2] .. ':' .. head, ARGV[3])
+    end
+end
+return 1
+";
+
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
-pub fn lua_scripts() -> [(&'static str, &'static str, &'static str); 3] {
-    fn describe(
-        name: &'static str,
-        script: &'static LazyLock<Script>,
-        source: &'static str,
-    ) -> (&'static str, &'static str, &'static str) {
-        (name, LazyLock::force(script).get_hash(), source)
-    }
-    [
-        describe("acquire", &ACQUIRE, ACQUIRE_SRC),
-        describe("release", &RELEASE, RELEASE_SRC),
-        describe("renew", &RENEW, RENEW_SRC),
-    ]
+pub fn lua_scripts() -> Vec<(&'static str, &'static str, String)> {
+    let scripts: [(&'static str, &'static LazyLock<Script>, String); 6] = [
+        ("acquire", &ACQUIRE, ACQUIRE_SRC.to_owned()),
+        ("release", &RELEASE, RELEASE_SRC.to_owned()),
+        ("renew", &RENEW, RENEW_SRC.to_owned()),
+        (
+            "fair_acquire",
+            &FAIR_ACQUIRE,
+            [FAIR_PRELUDE, FAIR_ACQUIRE_SRC].concat(),
+        ),
+        (
+            "fair_release",
+            &FAIR_RELEASE,
+            [FAIR_PRELUDE, FAIR_RELEASE_SRC].concat(),
+        ),
+        (
+            "fair_abandon",
+            &FAIR_ABANDON,
+            [FAIR_PRELUDE, FAIR_ABANDON_SRC].concat(),
+        ),
+    ];
+    scripts
+        .into_iter()
+        .map(|(name, script, source)| (name, LazyLock::force(script).get_hash(), source))
+        .collect()
 }
 
 /// The message Redisson publishes on a lock's channel when it is released
@@ -122,10 +256,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scripts_have_distinct_hashes() {
-        let hashes = [ACQUIRE.get_hash(), RELEASE.get_hash(), RENEW.get_hash()];
-        assert_ne!(hashes[0], hashes[1]);
-        assert_ne!(hashes[1], hashes[2]);
-        assert_eq!(hashes[0].len(), 40);
+    fn listed_scripts_match_what_runs() {
+        let listed = lua_scripts();
+        assert_eq!(listed.len(), 6);
+        for (name, sha, source) in &listed {
+            assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
+        }
+        let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
+        hashes.sort();
+        hashes.dedup();
+        assert_eq!(hashes.len(), 6);
     }
 }

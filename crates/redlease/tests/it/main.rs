@@ -10,6 +10,8 @@ mod support;
 mod acquire;
 /// Cancelled futures and dropped guards.
 mod cancel;
+/// The fair lock: FIFO order across clients, no stuck queue.
+mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.
 mod faults;
 /// Fixed leases, the watchdog, and `lost()`.

@@ -1,0 +1,236 @@
+use std::time::{Duration, Instant};
+
+use crate::support::{RedisServer, client, client_with_watchdog, eventually, exists, unique};
+
+fn queue(name: &str) -> String {
+    format!("redisson_lock_queue:{{{name}}}")
+}
+
+fn timeouts(name: &str) -> String {
+    format!("redisson_lock_timeout:{{{name}}}")
+}
+
+/// Queue length and deadline count, read directly.
+fn queued(server: &RedisServer, name: &str) -> (i64, i64) {
+    let mut conn = server.connection();
+    let len: i64 = redis::cmd("LLEN")
+        .arg(queue(name))
+        .query(&mut conn)
+        .unwrap();
+    let card: i64 = redis::cmd("ZCARD")
+        .arg(timeouts(name))
+        .query(&mut conn)
+        .unwrap();
+    (len, card)
+}
+
+/// Waiters on four clients that start waiting 50 ms apart acquire in that
+/// order, each woken by its predecessor's release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_acquire_in_arrival_order_across_clients() {
+    const WAITERS: usize = 8;
+    let server = RedisServer::shared();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(client().await);
+    }
+    let name = unique("fair-order");
+    let holder = clients[0].fair_lock(&name).try_lock().await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..WAITERS {
+        let (lock, tx) = (clients[i % 4].fair_lock(&name), tx.clone());
+        tokio::spawn(async move {
+            let g = lock.try_lock_for(Duration::from_secs(20)).await.unwrap();
+            tx.send(i).unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            g.unlock().await.unwrap();
+        });
+        let joined = eventually(Duration::from_secs(2), || {
+            queued(server, &name).0 == i as i64 + 1
+        })
+        .await;
+        assert!(joined.is_some(), "waiter {i} did not join the queue");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    holder.unlock().await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..WAITERS {
+        order.push(
+            tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert_eq!(order, (0..WAITERS).collect::<Vec<_>>());
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (0, 0))
+            .await
+            .is_some()
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || !exists(server, &name))
+            .await
+            .is_some()
+    );
+}
+
+/// `try_lock` on a fair lock does not jump the queue, and leaves no trace.
+#[tokio::test]
+async fn try_lock_does_not_jump_the_queue() {
+    let server = RedisServer::shared();
+    let (a, b, c) = (client().await, client().await, client().await);
+    let name = unique("fair-try");
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    let waiter = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (1, 1))
+            .await
+            .is_some()
+    );
+    assert!(c.fair_lock(&name).try_lock().await.unwrap_err().is_busy());
+    assert_eq!(queued(server, &name), (1, 1));
+    held.unlock().await.unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+    g.unlock().await.unwrap();
+    c.fair_lock(&name)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// A waiter that times out or is cancelled leaves the queue at once, and
+/// the next waiter behind it is not held up.
+#[tokio::test]
+async fn waiters_that_give_up_leave_the_queue() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-give-up");
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    let err = b
+        .fair_lock(&name)
+        .try_lock_for(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(err.is_busy(), "{err:?}");
+    assert_eq!(
+        queued(server, &name),
+        (0, 0),
+        "timed-out waiter left in the queue"
+    );
+    let cancelled =
+        tokio::time::timeout(Duration::from_millis(200), b.fair_lock(&name).lock()).await;
+    assert!(cancelled.is_err());
+    let left = eventually(Duration::from_secs(2), || queued(server, &name) == (0, 0)).await;
+    assert!(left.is_some(), "cancelled waiter left in the queue");
+    // A waiter queued behind one that gives up is woken when the lock frees.
+    let quitter = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(400)).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 1)
+            .await
+            .is_some()
+    );
+    let next = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
+            .await
+            .is_some()
+    );
+    held.unlock().await.unwrap();
+    // The lock is free but the head (the quitter) is slow: nobody else may
+    // take it meanwhile. The quitter takes it (it is awake) or gives up.
+    match quitter.await.unwrap() {
+        Ok(g) => g.unlock().await.unwrap(),
+        Err(e) => assert!(e.is_busy()),
+    }
+    let g = tokio::time::timeout(Duration::from_secs(2), next)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    g.unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+}
+
+/// A waiter that dies in the queue (it stops refreshing its deadline, as a
+/// killed process would) is dropped within one watchdog timeout, and the
+/// waiter behind it then acquires.
+#[tokio::test]
+async fn dead_waiter_does_not_block_the_queue() {
+    let server = RedisServer::shared();
+    let timeout = Duration::from_millis(600);
+    let holder = client_with_watchdog(server, timeout).await;
+    let dead = client_with_watchdog(server, timeout).await;
+    let live = client_with_watchdog(server, timeout).await;
+    let name = unique("fair-dead");
+    let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    // The dead waiter joins the queue, then its future is leaked: no more
+    // refreshes, no clean-up, exactly as if its process had been killed.
+    let lock = dead.fair_lock(&name);
+    let mut doomed = Box::pin(lock.try_lock_for(Duration::from_secs(60)));
+    let joined = async {
+        tokio::select! {
+            _ = &mut doomed => panic!("acquired a held lock"),
+            _ = async { while queued(server, &name).0 < 1 { tokio::time::sleep(Duration::from_millis(5)).await } } => {}
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), joined)
+        .await
+        .unwrap();
+    std::mem::forget(doomed);
+    let behind = {
+        let lock = live.fair_lock(&name);
+        tokio::spawn(async move {
+            let r = lock.try_lock_for(Duration::from_secs(10)).await;
+            (r, Instant::now())
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
+            .await
+            .is_some()
+    );
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), behind)
+        .await
+        .unwrap()
+        .unwrap();
+    let blocked = at - released;
+    assert!(
+        blocked <= timeout + timeout / 3 + Duration::from_millis(200),
+        "blocked for {blocked:?}"
+    );
+    g.unwrap().unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+}
+
+/// A fair and a plain handle on one name exclude each other (same hash).
+#[tokio::test]
+async fn fair_and_plain_exclude_each_other() {
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-plain");
+    let fair = a.fair_lock(&name).try_lock().await.unwrap();
+    assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
+    fair.unlock().await.unwrap();
+    let plain = b.lock(&name).try_lock().await.unwrap();
+    assert!(a.fair_lock(&name).try_lock().await.unwrap_err().is_busy());
+    plain.unlock().await.unwrap();
+}
