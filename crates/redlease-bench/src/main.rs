@@ -6,10 +6,12 @@
 //! cargo run --release -p redlease-bench                      # everything
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
+//! cargo run --release -p redlease-bench -- fairness [SECONDS]
 //! ```
 //!
 //! The output is Markdown, for `docs/BENCHMARKS.md`.
 
+mod fairness;
 mod handoff;
 mod throughput;
 
@@ -19,7 +21,12 @@ use redlease_testkit::RedisServer;
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if all.first().map(String::as_str) == Some("fairness-worker") {
+        fairness::worker(&all[1..]).await;
+        return;
+    }
+    let mut args = all.into_iter();
     let what = args.next().unwrap_or_else(|| "all".to_owned());
     let seconds: Option<u64> = args
         .next()
@@ -46,8 +53,11 @@ async fn main() {
     if matches!(what.as_str(), "all" | "handoff") {
         handoff::run(&server, seconds.unwrap_or(5), &counts(&[1, 16, 256])).await;
     }
-    if !matches!(what.as_str(), "all" | "throughput" | "handoff") {
-        eprintln!("unknown measurement {what:?}: expected all, throughput or handoff");
+    if matches!(what.as_str(), "all" | "fairness") {
+        fairness::run(&server, seconds.unwrap_or(10));
+    }
+    if !matches!(what.as_str(), "all" | "throughput" | "handoff" | "fairness") {
+        eprintln!("unknown measurement {what:?}: expected all, throughput, handoff or fairness");
         std::process::exit(2);
     }
 }

@@ -234,3 +234,129 @@ async fn fair_and_plain_exclude_each_other() {
     assert!(a.fair_lock(&name).try_lock().await.unwrap_err().is_busy());
     plain.unlock().await.unwrap();
 }
+
+/// A Redisson `RFairLock` waiter (raw queue entries, as its acquire script
+/// writes them) keeps its place: a redlease release wakes it on its own
+/// channel, a redlease waiter behind it does not jump ahead, and when the
+/// Redisson client releases (publishing to the next head's channel), the
+/// redlease waiter is woken at once.
+#[tokio::test]
+async fn redisson_fair_waiter_keeps_its_place() {
+    const JAVA: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-redisson");
+    let mut conn = server.connection();
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    // Redisson enqueues with a deadline far ahead (its default wait is 5 min).
+    let far: i64 = 4_102_444_800_000; // year 2100, in ms
+    redis::pipe()
+        .cmd("ZADD")
+        .arg(timeouts(&name))
+        .arg(far)
+        .arg(JAVA)
+        .cmd("RPUSH")
+        .arg(queue(&name))
+        .arg(JAVA)
+        .exec(&mut conn)
+        .unwrap();
+    let waiter = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move {
+            let r = lock.try_lock_for(Duration::from_secs(10)).await;
+            (r, Instant::now())
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
+            .await
+            .is_some()
+    );
+    // Our release goes to the Redisson waiter's channel.
+    let java_channel = format!("redisson_lock__channel:{{{name}}}:{JAVA}");
+    let mut listener = server.connection();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.subscribe(&java_channel).unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    held.unlock().await.unwrap();
+    let msg = pubsub.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    drop(pubsub);
+    // The lock is free, but it is the Redisson waiter's turn.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished(), "redlease waiter jumped the queue");
+    // The Redisson waiter acquires (its script: pop itself, take the hash)...
+    redis::pipe()
+        .cmd("LPOP")
+        .arg(queue(&name))
+        .cmd("ZREM")
+        .arg(timeouts(&name))
+        .arg(JAVA)
+        .cmd("HSET")
+        .arg(&name)
+        .arg(JAVA)
+        .arg(1)
+        .cmd("PEXPIRE")
+        .arg(&name)
+        .arg(30_000)
+        .exec(&mut conn)
+        .unwrap();
+    // ...and releases, publishing to the new head's channel.
+    let head: String = redis::cmd("LINDEX")
+        .arg(queue(&name))
+        .arg(0)
+        .query(&mut conn)
+        .unwrap();
+    let released = Instant::now();
+    redis::pipe()
+        .cmd("DEL")
+        .arg(&name)
+        .cmd("PUBLISH")
+        .arg(format!("redisson_lock__channel:{{{name}}}:{head}"))
+        .arg(0)
+        .exec(&mut conn)
+        .unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        at - released < Duration::from_millis(100),
+        "woken after {:?}",
+        at - released
+    );
+    g.unwrap().unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+}
+
+/// A cancelled fair waiter leaves no queue entry, no subscription to its
+/// own channel, and no lock.
+#[tokio::test]
+async fn cancelled_fair_waiter_leaves_nothing() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-cancel");
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    for _ in 0..3 {
+        let r = tokio::time::timeout(Duration::from_millis(100), b.fair_lock(&name).lock()).await;
+        assert!(r.is_err());
+    }
+    let pattern = format!("redisson_lock__channel:{{{name}}}:*");
+    let clean = eventually(Duration::from_secs(2), || {
+        let channels: Vec<String> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .arg(&pattern)
+            .query(&mut server.connection())
+            .unwrap();
+        channels.is_empty() && queued(server, &name) == (0, 0)
+    })
+    .await;
+    assert!(
+        clean.is_some(),
+        "queue entries or subscriptions left behind"
+    );
+    held.unlock().await.unwrap();
+    assert!(!exists(server, &name));
+}
