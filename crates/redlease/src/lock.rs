@@ -113,7 +113,8 @@ impl Lock {
     /// under `tokio::time::timeout`) leaves no lock behind. It also leaves the
     /// release channel, unsubscribing if it was the client's last waiter on
     /// it, and hands a wake-up it had received but not used to the next local
-    /// waiter.
+    /// waiter. A fair waiter gives up its place in the queue in the
+    /// background, waking the next waiter if the lock is free.
     pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
         self.acquire_loop(lease_ms, Some(wait)).await

@@ -1,15 +1,58 @@
-//! A lock holder in a separate process, killed with SIGKILL.
+//! Lock holders and fair waiters in separate processes, some killed with
+//! SIGKILL.
 //!
-//! The holder is this test binary re-run with `--ignored --exact` on
-//! [`child_holder_process`] and its instructions in the environment.
+//! A child is this test binary re-run with `--ignored --exact` on
+//! [`child_process`], with its instructions in the environment.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client_with_watchdog, exists, unique};
+use crate::support::{RedisServer, client_with_watchdog, eventually, exists, unique};
 
 const CHILD_ENV: &str = "REDLEASE_TEST_CHILD";
+
+/// Starts a child process with `spec` (see [`child_process`]).
+fn spawn_child(spec: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "process::child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the child prints a line ending in `word`.
+async fn child_says(child: &mut Child, word: &'static str) {
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let said = tokio::task::spawn_blocking(move || {
+        // libtest prints "test <name> ... " before the test's own output on
+        // the same line.
+        stdout
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.ends_with(word))
+    });
+    let said = tokio::time::timeout(Duration::from_secs(30), said)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(said, "child exited without saying {word}");
+}
+
+fn queue_len(server: &RedisServer, name: &str) -> i64 {
+    redis::cmd("LLEN")
+        .arg(format!("redisson_lock_queue:{{{name}}}"))
+        .query(&mut server.connection())
+        .unwrap()
+}
 
 /// A process holding a watchdog lock keeps it past many timeouts; killed
 /// with SIGKILL (no unlock, no Drop), its lock frees within one timeout.
@@ -18,37 +61,12 @@ async fn killed_holder_process_frees_lock_within_one_timeout() {
     let server = RedisServer::shared();
     let timeout = Duration::from_millis(600);
     let name = unique("killed-holder");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "process::child_holder_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(
-            CHILD_ENV,
-            format!("{} {} {}", server.url(), name, timeout.as_millis()),
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let acquired = tokio::task::spawn_blocking(move || {
-        // libtest prints "test <name> ... " before the test's own output on
-        // the same line.
-        stdout
-            .lines()
-            .map_while(Result::ok)
-            .any(|l| l.ends_with("ACQUIRED"))
-    });
-    assert!(
-        tokio::time::timeout(Duration::from_secs(30), acquired)
-            .await
-            .unwrap()
-            .unwrap()
-    );
+    let mut child = spawn_child(&format!(
+        "hold {} {name} {}",
+        server.url(),
+        timeout.as_millis()
+    ));
+    child_says(&mut child, "ACQUIRED").await;
 
     let c = client_with_watchdog(server, timeout).await;
     tokio::time::sleep(timeout * 3).await;
@@ -70,25 +88,93 @@ async fn killed_holder_process_frees_lock_within_one_timeout() {
     g.unlock().await.unwrap();
 }
 
-/// Not a test: the holder process for the test above. Does nothing unless
-/// started by it.
+/// Fair waiters in four processes, started one after another, acquire in
+/// that order; a fifth waiter process killed while queued (SIGKILL: no
+/// clean-up) holds the queue up by at most one watchdog timeout.
 #[tokio::test]
-#[ignore = "helper process, started by killed_holder_process_frees_lock_within_one_timeout"]
-async fn child_holder_process() {
-    let spec = std::env::var(CHILD_ENV).expect("started by the parent test");
-    let mut parts = spec.split(' ');
-    let (url, name, timeout_ms) = (
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-        parts.next().unwrap(),
+async fn fair_waiters_in_processes_keep_order_and_a_dead_one_is_dropped() {
+    let server = RedisServer::shared();
+    let timeout = Duration::from_millis(600);
+    let name = unique("fair-processes");
+    let holder = client_with_watchdog(server, timeout).await;
+    let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    let mut children = Vec::new();
+    for i in 0..5 {
+        let child = spawn_child(&format!(
+            "fair {} {name} {} {i}",
+            server.url(),
+            timeout.as_millis()
+        ));
+        children.push(child);
+        let queued = eventually(Duration::from_secs(30), || {
+            queue_len(server, &name) == i + 1
+        })
+        .await;
+        assert!(queued.is_some(), "waiter process {i} did not queue");
+    }
+    // The second in line dies without leaving the queue.
+    let mut dead = children.remove(1);
+    dead.kill().unwrap();
+    dead.wait().unwrap();
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let took = released.elapsed();
+    let order: Vec<i64> = redis::cmd("LRANGE")
+        .arg(format!("{name}:order"))
+        .arg(0)
+        .arg(-1)
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(order, vec![0, 2, 3, 4]);
+    // Four 10 ms holds, plus at most one timeout (and a refresh period) for
+    // the dead waiter's deadline to pass.
+    assert!(
+        took < timeout * 2 + Duration::from_millis(500),
+        "took {took:?}"
     );
+    assert_eq!(queue_len(server, &name), 0);
+}
+
+/// Not a test: the child process for the tests above. Its instructions, in
+/// the environment: `hold URL NAME TIMEOUT_MS` takes the lock and keeps it
+/// until killed; `fair URL NAME TIMEOUT_MS INDEX` waits for the fair lock,
+/// records INDEX in the list `NAME:order`, holds 10 ms and releases.
+#[tokio::test]
+#[ignore = "helper process, started by the tests in this module"]
+async fn child_process() {
+    let spec = std::env::var(CHILD_ENV).expect("started by a parent test");
+    let parts: Vec<&str> = spec.split(' ').collect();
+    let (mode, url, name, timeout_ms) = (parts[0], parts[1], parts[2], parts[3]);
     let c = redlease::Client::builder(url)
         .watchdog_timeout(Duration::from_millis(timeout_ms.parse().unwrap()))
         .build()
         .await
         .unwrap();
-    let _g = c.lock(name).try_lock().await.unwrap();
-    println!("ACQUIRED");
-    // Bounded, in case the parent dies without killing us.
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    match mode {
+        "hold" => {
+            let _g = c.lock(name).try_lock().await.unwrap();
+            println!("ACQUIRED");
+            // Bounded, in case the parent dies without killing us.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+        "fair" => {
+            let g = c
+                .fair_lock(name)
+                .try_lock_for(Duration::from_secs(30))
+                .await
+                .unwrap();
+            let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            redis::cmd("RPUSH")
+                .arg(format!("{name}:order"))
+                .arg(parts[4])
+                .exec(&mut conn)
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            g.unlock().await.unwrap();
+        }
+        other => panic!("unknown child mode {other}"),
+    }
 }
