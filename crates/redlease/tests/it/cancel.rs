@@ -44,7 +44,7 @@ async fn acquire_cancelled_in_flight_is_released() {
             eventually(SOON, || !exists(server, &name)).await.is_some(),
             "lock left behind after {polls} polls"
         );
-        take_and_release(&other, &name).await;
+        take_and_release(other.lock(&name)).await;
     }
     assert!(cancelled > 0, "no acquire was cancelled");
 }
@@ -63,7 +63,7 @@ async fn cancelled_waiting_lock_leaves_nothing() {
     }
     held.unlock().await.unwrap();
     assert!(!exists(server, &name));
-    take_and_release(&b, &name).await;
+    take_and_release(b.lock(&name)).await;
 }
 
 /// An acquire cancelled while its request sits in a frozen server: when the
@@ -79,7 +79,7 @@ async fn cancelled_in_flight_acquire_is_released() {
     )
     .await;
     let name = unique("cancel-in-flight");
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
     let before = evalsha_calls(&server);
     server.pause();
     let r = tokio::time::timeout(Duration::from_millis(100), c.lock(&name).lock()).await;

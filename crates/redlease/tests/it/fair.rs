@@ -1,6 +1,9 @@
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client, client_with_watchdog, eventually, exists, unique};
+use crate::support::{
+    RedisServer, acquired_soon_after, client, client_with_watchdog, eventually, exists,
+    spawn_timed, take_and_release, unique,
+};
 
 fn queue(name: &str) -> String {
     format!("redisson_lock_queue:{{{name}}}")
@@ -101,13 +104,7 @@ async fn try_lock_does_not_jump_the_queue() {
         .unwrap();
     assert_eq!(queued(server, &name), (0, 0));
     g.unlock().await.unwrap();
-    c.fair_lock(&name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    take_and_release(c.fair_lock(&name)).await;
 }
 
 /// A waiter that times out or is cancelled leaves the queue at once, and
@@ -197,10 +194,7 @@ async fn dead_waiter_does_not_block_the_queue() {
     std::mem::forget(doomed);
     let behind = {
         let lock = live.fair_lock(&name);
-        tokio::spawn(async move {
-            let r = lock.try_lock_for(Duration::from_secs(10)).await;
-            (r, Instant::now())
-        })
+        spawn_timed(lock, Duration::from_secs(10))
     };
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
@@ -262,10 +256,7 @@ async fn redisson_fair_waiter_keeps_its_place() {
         .unwrap();
     let waiter = {
         let lock = b.fair_lock(&name);
-        tokio::spawn(async move {
-            let r = lock.try_lock_for(Duration::from_secs(10)).await;
-            (r, Instant::now())
-        })
+        spawn_timed(lock, Duration::from_secs(10))
     };
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
@@ -318,16 +309,8 @@ async fn redisson_fair_waiter_keeps_its_place() {
         .arg(0)
         .exec(&mut conn)
         .unwrap();
-    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        at - released < Duration::from_millis(100),
-        "woken after {:?}",
-        at - released
-    );
-    g.unwrap().unlock().await.unwrap();
+    let g = acquired_soon_after(waiter, released).await;
+    g.unlock().await.unwrap();
     assert_eq!(queued(server, &name), (0, 0));
 }
 

@@ -130,7 +130,7 @@ async fn noscript_after_script_flush_is_handled() {
     redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
     g.unlock().await.unwrap();
     redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
 }
 
 /// Nothing listening: connect fails quickly with a connection error.
@@ -176,7 +176,7 @@ async fn auth_failures_are_auth_errors() {
     let c = redlease::Client::connect(&format!("redis://:s3cret@127.0.0.1:{}", server.port()))
         .await
         .unwrap();
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
 }
 
 /// Locking through a read-only replica is a named error.
@@ -200,7 +200,7 @@ async fn redis_down_gives_errors_then_recovers() {
     let mut server = RedisServer::start();
     let c = redlease::Client::connect(&server.url()).await.unwrap();
     let name = unique("down");
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
     server.kill();
     let start = Instant::now();
     let err = c.lock(&name).try_lock().await.unwrap_err();
@@ -244,7 +244,7 @@ async fn acquire_timeout_leaves_no_lock() {
     let name = unique("frozen");
     // Load the scripts first, so that after the pause exactly two EVALSHAs
     // run: the acquire and its release.
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
     let calls_before = evalsha_calls(&server);
     server.pause();
     let start = Instant::now();
@@ -255,5 +255,5 @@ async fn acquire_timeout_leaves_no_lock() {
     assert!(took < Duration::from_secs(1), "{took:?}");
     // The acquire runs after the resume; the background release follows it.
     assert_acquire_was_released(&server, &name, calls_before).await;
-    take_and_release(&c, &name).await;
+    take_and_release(c.lock(&name)).await;
 }

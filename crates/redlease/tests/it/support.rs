@@ -78,16 +78,9 @@ pub(crate) fn evalsha_calls(server: &RedisServer) -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
-/// Takes and releases `name` once through `client`, panicking on failure.
-pub(crate) async fn take_and_release(client: &redlease::Client, name: &str) {
-    client
-        .lock(name)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+/// Takes and releases `lock` once, panicking on failure.
+pub(crate) async fn take_and_release(lock: redlease::Lock) {
+    lock.try_lock().await.unwrap().unlock().await.unwrap();
 }
 
 /// A client of `server` with the given watchdog and response timeouts.
@@ -144,4 +137,34 @@ pub(crate) fn channel_of(name: &str) -> String {
     } else {
         format!("redisson_lock__channel:{{{name}}}")
     }
+}
+
+/// What a timed waiter returns: its acquire result and when it came.
+pub(crate) type Timed = (Result<redlease::LockGuard, redlease::Error>, Instant);
+
+/// Spawns `lock.try_lock_for(wait)`, recording when it returns.
+pub(crate) fn spawn_timed(lock: redlease::Lock, wait: Duration) -> tokio::task::JoinHandle<Timed> {
+    tokio::spawn(async move {
+        let r = lock.try_lock_for(wait).await;
+        (r, Instant::now())
+    })
+}
+
+/// Waits for a timed waiter, checks that it acquired within 100 ms of
+/// `since` (it was woken, not left to poll or time out), and returns its
+/// guard.
+pub(crate) async fn acquired_soon_after(
+    waiter: tokio::task::JoinHandle<Timed>,
+    since: Instant,
+) -> redlease::LockGuard {
+    let (guard, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("waiter still waiting after 5 s")
+        .expect("waiter task");
+    let after = at - since;
+    assert!(
+        after < Duration::from_millis(100),
+        "acquired {after:?} later"
+    );
+    guard.unwrap()
 }
