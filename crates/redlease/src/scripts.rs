@@ -29,7 +29,7 @@ use redis::Script;
 ///
 /// Same semantics as Redisson's `RedissonLock.tryLockInnerAsync`, so an owner
 /// that re-enters (same field) is counted the same way on both sides.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_SRC));
+pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[ACQUIRE_SRC]));
 const ACQUIRE_SRC: &str = r"
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -54,8 +54,17 @@ return redis.call('pttl', KEYS[1])
 /// unlock returns its first answer; redlease never re-sends an unlock (the
 /// owner field is unique per acquisition, so a duplicate answers nil and is
 /// harmless), so the latch is left out.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SRC));
+pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[RELEASE_HOLD, RELEASE_SRC]));
 const RELEASE_SRC: &str = r"
+redis.call('publish', KEYS[2], ARGV[1])
+return 1
+";
+
+/// Shared by [`RELEASE`] and [`FAIR_RELEASE`]: with KEYS\[1\] the lock key,
+/// ARGV\[2\] the lease and ARGV\[3\] the owner field, returns nil when the
+/// field is absent, decrements it and returns `0` when holds remain, or
+/// deletes the key and falls through to the caller's announcement.
+const RELEASE_HOLD: &str = r"
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
@@ -65,8 +74,6 @@ if count > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
-return 1
 ";
 
 /// Owner-checked renewal of a batch of locks, for the watchdog.
@@ -81,7 +88,7 @@ return 1
 /// Check and extend happen in one script, so there is no window in which an
 /// expired lock taken by someone else gets extended. `pcall` keeps one key of
 /// the wrong type from failing the renewal of every other lock in the batch.
-pub(crate) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_SRC));
+pub(crate) static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[RENEW_SRC]));
 const RENEW_SRC: &str = r"
 local renewed = {}
 for i = 1, #KEYS do
@@ -134,8 +141,8 @@ end
 /// Same keys, list and zset as Redisson's `RFairLock`; the zset scores here
 /// are liveness deadlines refreshed by live waiters, not Redisson's
 /// position-based estimates (see DESIGN.md).
-pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_ACQUIRE_SRC].concat()));
+pub(crate) static FAIR_ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(&[FAIR_PRELUDE, FAIR_ACQUIRE_SRC]));
 const FAIR_ACQUIRE_SRC: &str = r"
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
@@ -172,18 +179,9 @@ return redis.call('pttl', KEYS[1])
 /// * Returns as [`RELEASE`]: nil when not ours, `0` when holds remain, `1`
 ///   when the key was deleted; then the unlock message goes to the channel
 ///   of the queue's head (after dropping dead waiters), as in Redisson.
-pub(crate) static FAIR_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_RELEASE_SRC].concat()));
+pub(crate) static FAIR_RELEASE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(&[FAIR_PRELUDE, RELEASE_HOLD, FAIR_RELEASE_SRC]));
 const FAIR_RELEASE_SRC: &str = r"
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-    return nil
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    return 0
-end
-redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
     redis.call('publish', ARGV[4] .. ':' .. head, ARGV[1])
@@ -199,8 +197,8 @@ return 1
 /// * Removes the owner from the queue and the zset, releases one hold of the
 ///   lock if the owner has it, and if the lock is then free wakes the head
 ///   waiter. Returns `1`.
-pub(crate) static FAIR_ABANDON: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[FAIR_PRELUDE, FAIR_ABANDON_SRC].concat()));
+pub(crate) static FAIR_ABANDON: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(&[FAIR_PRELUDE, FAIR_ABANDON_SRC]));
 const FAIR_ABANDON_SRC: &str = r"
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
@@ -218,32 +216,46 @@ end
 return 1
 ";
 
+/// A script and the source it was built from.
+pub(crate) struct Lua {
+    source: String,
+    script: Script,
+}
+
+impl Lua {
+    /// Joins `parts` into one script.
+    fn new(parts: &[&str]) -> Lua {
+        let source = parts.concat();
+        let script = Script::new(&source);
+        Lua { source, script }
+    }
+}
+
+impl std::ops::Deref for Lua {
+    type Target = Script;
+
+    fn deref(&self) -> &Script {
+        &self.script
+    }
+}
+
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
-pub fn lua_scripts() -> Vec<(&'static str, &'static str, String)> {
-    let scripts: [(&'static str, &'static LazyLock<Script>, String); 6] = [
-        ("acquire", &ACQUIRE, ACQUIRE_SRC.to_owned()),
-        ("release", &RELEASE, RELEASE_SRC.to_owned()),
-        ("renew", &RENEW, RENEW_SRC.to_owned()),
-        (
-            "fair_acquire",
-            &FAIR_ACQUIRE,
-            [FAIR_PRELUDE, FAIR_ACQUIRE_SRC].concat(),
-        ),
-        (
-            "fair_release",
-            &FAIR_RELEASE,
-            [FAIR_PRELUDE, FAIR_RELEASE_SRC].concat(),
-        ),
-        (
-            "fair_abandon",
-            &FAIR_ABANDON,
-            [FAIR_PRELUDE, FAIR_ABANDON_SRC].concat(),
-        ),
+pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
+    let scripts: [(&'static str, &'static LazyLock<Lua>); 6] = [
+        ("acquire", &ACQUIRE),
+        ("release", &RELEASE),
+        ("renew", &RENEW),
+        ("fair_acquire", &FAIR_ACQUIRE),
+        ("fair_release", &FAIR_RELEASE),
+        ("fair_abandon", &FAIR_ABANDON),
     ];
     scripts
         .into_iter()
-        .map(|(name, script, source)| (name, LazyLock::force(script).get_hash(), source))
+        .map(|(name, lua)| {
+            let lua = LazyLock::force(lua);
+            (name, lua.script.get_hash(), lua.source.as_str())
+        })
         .collect()
 }
 
