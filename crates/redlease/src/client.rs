@@ -114,7 +114,8 @@ impl Client {
     /// wakes only the next waiter in line.
     ///
     /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
-    /// handle on one name exclude each other), plus Redisson's `RFairLock`
+    /// handle on one name exclude each other, but a release by one kind does
+    /// not wake waiters of the other: use one kind per name), plus Redisson's `RFairLock`
     /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
     /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
     /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the

@@ -116,6 +116,11 @@ impl Lock {
     /// waiter. A fair waiter gives up its place in the queue in the
     /// background, waking the next waiter if the lock is free.
     pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
+        if wait.is_zero() {
+            // For a fair lock this also keeps "no wait" from joining the
+            // queue.
+            return self.try_lock().await;
+        }
         let lease_ms = self.prepare()?;
         self.acquire_loop(lease_ms, Some(wait)).await
     }
@@ -171,8 +176,10 @@ impl Lock {
         let mut backoff = 0u32;
         loop {
             let outcome = self.attempt(lease_ms, &field, fair).await;
-            // Whatever the outcome, the wake-up that led here is used.
-            if let Some(baton) = baton.take() {
+            // The wake-up that led here is used once the attempt ran; after
+            // an error it may not have, and dropping the baton hands the
+            // wake-up to the next local waiter.
+            if let (Some(baton), Ok(_)) = (baton.take(), &outcome) {
                 baton.used();
             }
             let (holder_ttl, transient) = match outcome {
@@ -216,6 +223,12 @@ impl Lock {
                 continue;
             }
             let (sub, subscribed) = match &mut subscription {
+                // A subscription that failed has since been retried and
+                // works: retry once, then wait on it.
+                Some(joined) if !joined.1 && joined.0.is_ready() => {
+                    joined.1 = true;
+                    continue;
+                }
                 Some(joined) => (&joined.0, joined.1),
                 None => {
                     // Subscribe, then retry once before sleeping: a release
@@ -232,7 +245,14 @@ impl Lock {
                     // since our attempt has woken one of them or left a
                     // stored wake-up for us, so no retry is needed.
                     let already = sub.is_ready();
-                    let subscribed = already || sub.ready(remaining).await;
+                    // A fair waiter must refresh its place in the queue while
+                    // it waits for the subscription, too.
+                    let limit = if fair {
+                        cap(remaining, Some(self.client.inner.watchdog_timeout / 3))
+                    } else {
+                        remaining
+                    };
+                    let subscribed = already || sub.ready(limit).await;
                     subscription = Some((sub, subscribed));
                     if subscribed && !already {
                         continue;

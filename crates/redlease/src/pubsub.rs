@@ -24,9 +24,14 @@
 //!
 //! Subscribe and unsubscribe requests are handled in order by one task per
 //! client, which compares what is wanted (waiters present) with what is
-//! subscribed, so a quick leave-and-rejoin can never end unsubscribed.
+//! subscribed, so a quick leave-and-rejoin can never end unsubscribed. A
+//! failed `SUBSCRIBE` is retried while waiters remain (they poll meanwhile and
+//! switch to waiting once it works); a channel whose `SUBSCRIBE` or
+//! `UNSUBSCRIBE` failed is treated as possibly subscribed, so it is always
+//! unsubscribed once unwanted; after a disconnection every wanted channel is
+//! subscribed again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -53,8 +58,8 @@ struct Shared {
     /// Channels with at least one waiter. A std mutex: held only for map
     /// updates, and waiters leave from `Drop`.
     channels: Mutex<HashMap<String, Channel>>,
-    /// Channel names whose subscription the manager task should reconcile.
-    reconcile: mpsc::UnboundedSender<String>,
+    /// Work for the manager task.
+    reconcile: mpsc::UnboundedSender<Request>,
 }
 
 struct Channel {
@@ -99,7 +104,10 @@ impl Subscriptions {
         entry.waiters += 1;
         let state = entry.state.clone();
         if entry.waiters == 1 {
-            let _ = self.shared.reconcile.send(channel.clone());
+            let _ = self
+                .shared
+                .reconcile
+                .send(Request::Reconcile(channel.clone()));
         }
         Subscription {
             shared: self.shared.clone(),
@@ -176,7 +184,10 @@ impl Drop for Subscription {
         };
         if last {
             channels.remove(&self.channel);
-            let _ = self.shared.reconcile.send(self.channel.clone());
+            let _ = self
+                .shared
+                .reconcile
+                .send(Request::Reconcile(self.channel.clone()));
         }
     }
 }
@@ -202,51 +213,108 @@ impl Drop for Baton {
     }
 }
 
+/// Work for the manager task.
+enum Request {
+    /// Make the server's subscription to this channel match the registry.
+    Reconcile(String),
+    /// The connection dropped: subscribe again to every wanted channel.
+    /// redis-rs re-subscribes by itself, but ignores failures in doing so.
+    Resubscribe,
+}
+
+/// What the manager knows of a channel on the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Known {
+    Subscribed,
+    /// A `SUBSCRIBE` or `UNSUBSCRIBE` failed: it may or may not have run (a
+    /// late reply is still recorded by redis-rs), so the channel may be
+    /// subscribed and must be unsubscribed when no longer wanted.
+    Uncertain,
+}
+
+/// How long to wait before retrying a failed subscribe or unsubscribe.
+const RETRY: Duration = Duration::from_millis(500);
+
 /// Subscribes and unsubscribes, one request at a time, to match the
-/// registry.
+/// registry; failures are retried while they matter.
 async fn manage(
     shared: std::sync::Weak<Shared>,
     mut conn: ConnectionManager,
-    mut requests: mpsc::UnboundedReceiver<String>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
 ) {
-    let mut subscribed: HashSet<String> = HashSet::new();
-    while let Some(channel) = requests.recv().await {
+    let mut known: HashMap<String, Known> = HashMap::new();
+    while let Some(request) = requests.recv().await {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let wanted = shared.lock().get(&channel).map(|c| c.state.clone());
-        let is_subscribed = subscribed.contains(&channel);
-        drop(shared);
-        match (wanted, is_subscribed) {
-            (Some(state), false) => {
-                let result = conn.subscribe(&channel).await;
-                let outcome = match result {
-                    Ok(()) => {
-                        subscribed.insert(channel.clone());
-                        SubState::Ready
+        match request {
+            Request::Reconcile(channel) => {
+                reconcile(&shared, &mut conn, &mut known, channel).await;
+            }
+            Request::Resubscribe => {
+                let wanted: Vec<String> = shared.lock().keys().cloned().collect();
+                for channel in wanted {
+                    if let Err(e) = conn.subscribe(&channel).await {
+                        tracing::warn!(channel, error = %e, "re-subscribe failed; retrying");
+                        known.insert(channel, Known::Uncertain);
+                        retry_later(&shared, Request::Resubscribe);
+                        break;
                     }
-                    Err(e) => {
-                        tracing::warn!(channel, error = %e, "subscribe failed; waiters poll instead");
-                        SubState::Failed
-                    }
-                };
+                    known.insert(channel, Known::Subscribed);
+                }
+            }
+        }
+    }
+}
+
+async fn reconcile(
+    shared: &Shared,
+    conn: &mut ConnectionManager,
+    known: &mut HashMap<String, Known>,
+    channel: String,
+) {
+    let wanted = shared.lock().get(&channel).map(|c| c.state.clone());
+    match (wanted, known.get(&channel).copied()) {
+        (Some(state), Some(Known::Subscribed)) => {
+            state.subscribed.send_replace(SubState::Ready);
+        }
+        (Some(state), _) => match conn.subscribe(&channel).await {
+            Ok(()) => {
+                known.insert(channel, Known::Subscribed);
                 // If every waiter left and one re-joined meanwhile, the new
                 // entry has its own state; the re-join queued another
                 // request, which marks it ready.
-                state.subscribed.send_replace(outcome);
-            }
-            (Some(state), true) => {
                 state.subscribed.send_replace(SubState::Ready);
             }
-            (None, true) => {
-                if let Err(e) = conn.unsubscribe(&channel).await {
-                    tracing::warn!(channel, error = %e, "unsubscribe failed");
-                }
-                subscribed.remove(&channel);
+            Err(e) => {
+                tracing::warn!(channel, error = %e, "subscribe failed; waiters poll until a retry works");
+                known.insert(channel.clone(), Known::Uncertain);
+                state.subscribed.send_replace(SubState::Failed);
+                retry_later(shared, Request::Reconcile(channel));
             }
-            (None, false) => {}
-        }
+        },
+        (None, Some(_)) => match conn.unsubscribe(&channel).await {
+            Ok(()) => {
+                known.remove(&channel);
+            }
+            Err(e) => {
+                tracing::warn!(channel, error = %e, "unsubscribe failed; retrying");
+                known.insert(channel.clone(), Known::Uncertain);
+                retry_later(shared, Request::Reconcile(channel));
+            }
+        },
+        (None, None) => {}
     }
+}
+
+/// Queues `request` again after [`RETRY`]. The sender is held only by the
+/// short-lived timer task, so the manager still ends with the client.
+fn retry_later(shared: &Shared, request: Request) {
+    let sender = shared.reconcile.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(RETRY).await;
+        let _ = sender.send(request);
+    });
 }
 
 /// Wakes waiters on release messages and on disconnection.
@@ -267,11 +335,13 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: mpsc::UnboundedRe
             }
             PushKind::Disconnection => {
                 // Messages may have been lost while the connection was down;
-                // everyone re-checks. redis-rs re-subscribes on reconnect.
+                // everyone re-checks, and the manager makes sure every
+                // wanted channel is subscribed again.
                 for entry in shared.lock().values() {
                     entry.state.notify.notify_waiters();
                     entry.state.notify.notify_one();
                 }
+                let _ = shared.reconcile.send(Request::Resubscribe);
             }
             _ => {}
         }

@@ -168,3 +168,53 @@ pub(crate) async fn acquired_soon_after(
     );
     guard.unwrap()
 }
+
+/// A TCP proxy to `port` on 127.0.0.1 that holds back, once, the first
+/// client write containing `SUBSCRIBE` by `delay` after `arm` is set.
+/// Returns the proxy's port.
+pub(crate) async fn subscribe_delaying_proxy(
+    port: u16,
+    arm: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    delay: Duration,
+) -> u16 {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let local = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut down, _)) = listener.accept().await {
+            let Ok(up) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+                continue;
+            };
+            let arm = arm.clone();
+            tokio::spawn(async move {
+                let (mut down_read, mut down_write) = down.split();
+                let (mut up_read, mut up_write) = up.into_split();
+                let to_server = async {
+                    let mut buf = vec![0u8; 65536];
+                    while let Ok(n @ 1..) = down_read.read(&mut buf).await {
+                        let chunk = &buf[..n];
+                        if chunk.windows(9).any(|w| w == b"SUBSCRIBE")
+                            && arm.swap(false, Ordering::SeqCst)
+                        {
+                            tokio::time::sleep(delay).await;
+                        }
+                        if up_write.write_all(chunk).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let to_client = async {
+                    let mut buf = vec![0u8; 65536];
+                    while let Ok(n @ 1..) = up_read.read(&mut buf).await {
+                        if down_write.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                tokio::join!(to_server, to_client);
+            });
+        }
+    });
+    local
+}

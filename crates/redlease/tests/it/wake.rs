@@ -296,3 +296,57 @@ async fn waiters_survive_redis_restart() {
     // The holder's lock vanished with the data.
     assert!(held.unlock().await.unwrap_err().is_not_owner());
 }
+
+/// A `SUBSCRIBE` whose reply comes after the response timeout (it ran on
+/// the server all the same): the client retries it, the waiters stop
+/// polling and sleep once it works, and the channel is still unsubscribed
+/// when the last waiter leaves. (Review of #3: the subscription leaked and
+/// waiters polled for as long as the lock stayed contended.)
+#[tokio::test]
+async fn late_subscribe_reply_is_retried_and_cleaned_up() {
+    use std::sync::atomic::AtomicBool;
+    // Its own server: the test counts every EVALSHA the server sees.
+    let server = &RedisServer::start();
+    let arm = Arc::new(AtomicBool::new(false));
+    let port = crate::support::subscribe_delaying_proxy(
+        server.port(),
+        arm.clone(),
+        Duration::from_millis(300),
+    )
+    .await;
+    let holder = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("wake-late-subscribe");
+    let channel = channel_of(&name);
+    let held = holder.lock(&name).try_lock().await.unwrap();
+    let w = redlease::Client::builder(&format!("redis://127.0.0.1:{port}"))
+        .response_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    arm.store(true, Ordering::SeqCst);
+    let first = spawn_timed(w.lock(&name), Duration::from_secs(10));
+    // The late SUBSCRIBE runs at 300 ms, the retry 500 ms after the failure.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let second = spawn_timed(w.lock(&name), Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = evalsha_calls(server);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let polls = evalsha_calls(server) - before;
+    assert!(
+        polls <= 2,
+        "{polls} attempts in 1 s by two waiters on a held lock: still polling"
+    );
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    acquired_soon_after(first, released)
+        .await
+        .unlock()
+        .await
+        .unwrap();
+    second.await.unwrap().0.unwrap().unlock().await.unwrap();
+    let gone = eventually(Duration::from_secs(3), || {
+        subscribers(server, &channel) == 0
+    })
+    .await;
+    assert!(gone.is_some(), "server-side subscription leaked");
+}
