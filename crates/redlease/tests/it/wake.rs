@@ -350,3 +350,42 @@ async fn late_subscribe_reply_is_retried_and_cleaned_up() {
     .await;
     assert!(gone.is_some(), "server-side subscription leaked");
 }
+
+/// A release that happens while the waiter's `SUBSCRIBE` is still on its way
+/// (its message is missed) is caught by the retry that follows the
+/// subscription, not a whole lease later.
+#[tokio::test]
+async fn release_during_subscribe_is_caught_by_the_retry() {
+    use std::sync::atomic::AtomicBool;
+    let server = RedisServer::shared();
+    let arm = Arc::new(AtomicBool::new(false));
+    let port = crate::support::subscribe_delaying_proxy(
+        server.port(),
+        arm.clone(),
+        Duration::from_millis(300),
+    )
+    .await;
+    let holder = client().await;
+    let name = unique("wake-during-subscribe");
+    let held = holder.lock(&name).try_lock().await.unwrap();
+    let w = redlease::Client::connect(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    arm.store(true, Ordering::SeqCst);
+    let waiter = spawn_timed(w.lock(&name), Duration::from_secs(10));
+    // The first attempt has failed and the SUBSCRIBE is held back.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished());
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    let after = at - released;
+    assert!(
+        after < Duration::from_secs(1),
+        "acquired {after:?} after the release"
+    );
+    g.unwrap().unlock().await.unwrap();
+}
