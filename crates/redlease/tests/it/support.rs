@@ -170,18 +170,20 @@ pub(crate) async fn acquired_soon_after(
 }
 
 /// A TCP proxy to `port` on 127.0.0.1 that holds back, once, the first
-/// client write containing `SUBSCRIBE` by `delay` after `arm` is set.
-/// Returns the proxy's port.
+/// client write containing `SUBSCRIBE` by `delay` after the returned flag is
+/// set. Returns the flag and the proxy's port.
 pub(crate) async fn subscribe_delaying_proxy(
     port: u16,
-    arm: std::sync::Arc<std::sync::atomic::AtomicBool>,
     delay: Duration,
-) -> u16 {
-    use std::sync::atomic::Ordering;
+) -> (std::sync::Arc<std::sync::atomic::AtomicBool>, u16) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let arm = std::sync::Arc::new(AtomicBool::new(false));
+    let armed = arm.clone();
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let local = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
+        let arm = armed;
         while let Ok((mut down, _)) = listener.accept().await {
             let Ok(up) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
                 continue;
@@ -216,5 +218,5 @@ pub(crate) async fn subscribe_delaying_proxy(
             });
         }
     });
-    local
+    (arm, local)
 }

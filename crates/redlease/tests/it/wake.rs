@@ -304,16 +304,10 @@ async fn waiters_survive_redis_restart() {
 /// waiters polled for as long as the lock stayed contended.)
 #[tokio::test]
 async fn late_subscribe_reply_is_retried_and_cleaned_up() {
-    use std::sync::atomic::AtomicBool;
     // Its own server: the test counts every EVALSHA the server sees.
     let server = &RedisServer::start();
-    let arm = Arc::new(AtomicBool::new(false));
-    let port = crate::support::subscribe_delaying_proxy(
-        server.port(),
-        arm.clone(),
-        Duration::from_millis(300),
-    )
-    .await;
+    let (arm, port) =
+        crate::support::subscribe_delaying_proxy(server.port(), Duration::from_millis(300)).await;
     let holder = redlease::Client::connect(&server.url()).await.unwrap();
     let name = unique("wake-late-subscribe");
     let channel = channel_of(&name);
@@ -356,15 +350,9 @@ async fn late_subscribe_reply_is_retried_and_cleaned_up() {
 /// subscription, not a whole lease later.
 #[tokio::test]
 async fn release_during_subscribe_is_caught_by_the_retry() {
-    use std::sync::atomic::AtomicBool;
     let server = RedisServer::shared();
-    let arm = Arc::new(AtomicBool::new(false));
-    let port = crate::support::subscribe_delaying_proxy(
-        server.port(),
-        arm.clone(),
-        Duration::from_millis(300),
-    )
-    .await;
+    let (arm, port) =
+        crate::support::subscribe_delaying_proxy(server.port(), Duration::from_millis(300)).await;
     let holder = client().await;
     let name = unique("wake-during-subscribe");
     let held = holder.lock(&name).try_lock().await.unwrap();
