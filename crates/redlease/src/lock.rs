@@ -165,6 +165,9 @@ impl Lock {
         // after an attempt whose outcome is unknown (see below).
         let mut field: Arc<str> = self.client.inner.new_owner_field().into();
         let fair = self.kind == Kind::Fair;
+        // A fair waiter must attempt again at least this often, whatever it
+        // waits for: each attempt refreshes its deadline in the queue.
+        let refresh = fair.then(|| self.client.inner.watchdog_timeout / 3);
         // A fair waiter's place in the queue, given up if this future is
         // dropped before the lock is acquired.
         let mut ticket = QueueTicket {
@@ -245,14 +248,7 @@ impl Lock {
                     // since our attempt has woken one of them or left a
                     // stored wake-up for us, so no retry is needed.
                     let already = sub.is_ready();
-                    // A fair waiter must refresh its place in the queue while
-                    // it waits for the subscription, too.
-                    let limit = if fair {
-                        cap(remaining, Some(self.client.inner.watchdog_timeout / 3))
-                    } else {
-                        remaining
-                    };
-                    let subscribed = already || sub.ready(limit).await;
+                    let subscribed = already || sub.ready(cap(remaining, refresh)).await;
                     subscription = Some((sub, subscribed));
                     if subscribed && !already {
                         continue;
@@ -261,11 +257,8 @@ impl Lock {
                     (&joined.0, joined.1)
                 }
             };
-            let mut sleep = cap(holder_ttl.map(|t| t + Duration::from_millis(1)), remaining);
-            if fair {
-                // Each attempt refreshes the waiter's deadline in the queue.
-                sleep = cap(sleep, Some(self.client.inner.watchdog_timeout / 3));
-            }
+            let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
+            let sleep = cap(cap(holder_expiry, remaining), refresh);
             if subscribed {
                 baton = sub.wait(sleep).await;
             } else {
