@@ -157,15 +157,22 @@ pub(crate) async fn acquired_soon_after(
     waiter: tokio::task::JoinHandle<Timed>,
     since: Instant,
 ) -> redlease::LockGuard {
-    let (guard, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
+    acquired_within(waiter, since, Duration::from_millis(100)).await
+}
+
+/// Waits (at most 15 s) for a timed waiter, checks that it acquired less
+/// than `bound` after `since`, and returns its guard.
+pub(crate) async fn acquired_within(
+    waiter: tokio::task::JoinHandle<Timed>,
+    since: Instant,
+    bound: Duration,
+) -> redlease::LockGuard {
+    let (guard, at) = tokio::time::timeout(Duration::from_secs(15), waiter)
         .await
-        .expect("waiter still waiting after 5 s")
+        .expect("waiter still waiting after 15 s")
         .expect("waiter task");
     let after = at - since;
-    assert!(
-        after < Duration::from_millis(100),
-        "acquired {after:?} later"
-    );
+    assert!(after < bound, "acquired {after:?} later");
     guard.unwrap()
 }
 
