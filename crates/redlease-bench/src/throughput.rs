@@ -108,7 +108,16 @@ fn reference_pairs_per_sec(
         run_redis_benchmark(server, conns, pipeline, requests, args)
     };
     let key = "bench:reference:__rand_int__";
-    let acquire_rate = calibrate(&["EVALSHA", acquire, "1", key, "30000", field]);
+    let acquire_rate = calibrate(&[
+        "EVALSHA",
+        acquire,
+        "2",
+        key,
+        "redisson_lock_token:{bench:reference:__rand_int__}",
+        "30000",
+        field,
+        "86400000",
+    ]);
     let release_rate = calibrate(&[
         "EVALSHA",
         release,

@@ -18,6 +18,10 @@ use crate::{Error, Lock, name};
 /// as in Redisson (`lockWatchdogTimeout`).
 pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a lock's fencing counter outlives its last acquisition when no
+/// other time is configured; see [`ClientBuilder::fencing_counter_ttl`].
+pub const DEFAULT_FENCING_COUNTER_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// The shortest watchdog timeout accepted: renewals run every third of it,
 /// and below this they would flood Redis and race their own round trips.
 const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
@@ -45,6 +49,8 @@ pub(crate) struct Inner {
     /// other exactly as two processes do.
     next_owner: AtomicU64,
     pub(crate) watchdog_timeout: Duration,
+    /// Time to live of fencing counters, refreshed by every acquisition.
+    pub(crate) fencing_ttl_ms: u64,
     pub(crate) watchdog: Watchdog,
     /// Release-channel subscriptions shared by this client's waiters.
     pub(crate) subscriptions: Subscriptions,
@@ -100,6 +106,7 @@ impl Client {
             watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
+            fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
         }
     }
 
@@ -164,6 +171,7 @@ pub struct ClientBuilder {
     watchdog_timeout: Duration,
     response_timeout: Duration,
     connection_timeout: Duration,
+    fencing_counter_ttl: Duration,
 }
 
 impl ClientBuilder {
@@ -192,6 +200,21 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a lock's fencing counter (`redisson_lock_token:{name}`) lives
+    /// after the lock's last acquisition (default 24 h), so that a service
+    /// locking one name per order does not leave a key per order behind.
+    ///
+    /// Tokens stay increasing when the counter is gone, since a new one
+    /// starts from the server's clock in microseconds (see
+    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token)). While
+    /// it lives, the counter also keeps tokens increasing across a step back
+    /// of the server's clock, so keep it longer than any step you expect.
+    /// At least 1 ms.
+    pub fn fencing_counter_ttl(mut self, ttl: Duration) -> ClientBuilder {
+        self.fencing_counter_ttl = ttl;
+        self
+    }
+
     /// Connects and starts the client's watchdog task on the current Tokio
     /// runtime.
     ///
@@ -213,6 +236,7 @@ impl ClientBuilder {
             )));
         }
         name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
+        let fencing_ttl_ms = name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?;
         for (what, t) in [
             ("response timeout", self.response_timeout),
             ("connection timeout", self.connection_timeout),
@@ -259,6 +283,7 @@ impl ClientBuilder {
                 id,
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
+                fencing_ttl_ms,
                 watchdog,
                 subscriptions,
                 _stop_watchdog: stop_tx,

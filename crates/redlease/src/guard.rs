@@ -44,6 +44,18 @@ pub(crate) enum LeaseMode {
     Fixed { expires_at: Instant },
 }
 
+/// What a successful acquire script returned, with what the guard needs to
+/// know about the request.
+pub(crate) struct Grant {
+    /// The owner field the script wrote.
+    pub(crate) field: Arc<str>,
+    pub(crate) lease_ms: u64,
+    pub(crate) mode: LeaseMode,
+    /// When the acquire request was sent: the lease started no earlier.
+    pub(crate) sent_at: Instant,
+    pub(crate) token: u64,
+}
+
 /// A held lock. Release it with [`unlock`](LockGuard::unlock).
 ///
 /// Dropping a guard without `unlock` releases the lock in the background on
@@ -67,18 +79,19 @@ pub struct LockGuard {
     watchdog_id: Option<u64>,
     /// False once the release reply arrived: Drop has nothing left to do.
     armed: bool,
+    /// Issued by the acquire script; see [`LockGuard::fencing_token`].
+    token: u64,
 }
 
 impl LockGuard {
-    pub(crate) fn new(
-        client: Client,
-        kind: Kind,
-        name: Arc<str>,
-        field: Arc<str>,
-        lease_ms: u64,
-        mode: LeaseMode,
-        sent_at: Instant,
-    ) -> LockGuard {
+    pub(crate) fn new(client: Client, kind: Kind, name: Arc<str>, grant: Grant) -> LockGuard {
+        let Grant {
+            field,
+            lease_ms,
+            mode,
+            sent_at,
+            token,
+        } = grant;
         let lost: LostSender = Arc::new(watch::channel(None).0);
         let watchdog_id = match mode {
             LeaseMode::Watchdog => Some(client.inner.watchdog.register(
@@ -99,6 +112,7 @@ impl LockGuard {
             lost,
             watchdog_id,
             armed: true,
+            token,
         }
     }
 
@@ -111,6 +125,27 @@ impl LockGuard {
     /// (`<client-id>:<n>`), as Redisson tools show it.
     pub fn owner(&self) -> &str {
         &self.field
+    }
+
+    /// The fencing token of this acquisition: strictly greater than every
+    /// token issued before it for this lock name, by any redlease client or
+    /// Redisson `RFencedLock`.
+    ///
+    /// A lock alone cannot stop a holder that paused past its lease (a long
+    /// GC or swap, a stopped process) from writing after the next holder has
+    /// started. Pass the token with every write to the protected resource,
+    /// and let the resource reject a token lower than the highest it has
+    /// seen, for example
+    /// `UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence <= $3`.
+    /// The crate's `fenced` example shows the full pattern on PostgreSQL.
+    ///
+    /// Tokens are the server's clock in microseconds, or one more than the
+    /// last token when that is larger, so they keep increasing after the
+    /// counter key (`redisson_lock_token:{name}`) expires or Redis restarts
+    /// empty, as long as the Redis server's clock does not step back. See
+    /// [`ClientBuilder::fencing_counter_ttl`](crate::ClientBuilder::fencing_counter_ttl).
+    pub fn fencing_token(&self) -> u64 {
+        self.token
     }
 
     /// Releases the lock, checking that it is still ours. Unlocking stops the
@@ -243,6 +278,7 @@ impl fmt::Debug for LockGuard {
         f.debug_struct("LockGuard")
             .field("name", &self.name)
             .field("owner", &self.field)
+            .field("fencing_token", &self.token)
             .field(
                 "mode",
                 &match self.mode {

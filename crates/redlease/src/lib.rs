@@ -32,11 +32,14 @@
 //!    which [`Error::is_busy`] is true.
 //! 5. **Loss notification**: [`LockGuard::lost`] resolves when the lock is
 //!    (or must be assumed) no longer ours.
+//! 6. **Fencing tokens**: [`LockGuard::fencing_token`] increases with every
+//!    acquisition of a name, for the database to reject stale holders.
 //!
 //! A Redis lock is a coordination tool, not a proof of exclusion: a holder
 //! that pauses past its lease, or a Redis failover, can let two holders
 //! overlap. Where overlap would lose money, keep the invariant in the
-//! database too (a unique constraint or a conditional update).
+//! database too: a unique constraint, or a conditional update on the
+//! fencing token (the crate's `fenced` example does this on PostgreSQL).
 //!
 //! # Redisson compatibility
 //!
@@ -72,7 +75,7 @@ mod scripts;
 mod wait;
 mod watchdog;
 
-pub use client::{Client, ClientBuilder, DEFAULT_WATCHDOG_TIMEOUT};
+pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
 pub use error::{Error, ErrorKind};
 pub use guard::{LockGuard, LostReason};
 pub use lock::Lock;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::guard::{Kind, LeaseMode, LockGuard, abandon_fair, release_in_background};
+use crate::guard::{Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background};
 use crate::pubsub::{Baton, Subscription};
 use crate::{Client, Error, name, scripts, wait};
 
@@ -292,7 +292,11 @@ impl Lock {
         let call = match self.kind {
             Kind::Plain => {
                 let mut call = scripts::ACQUIRE.prepare_invoke();
-                call.key(&*self.name).arg(lease_ms).arg(&**field);
+                call.key(&*self.name)
+                    .key(name::token_key(&self.name))
+                    .arg(lease_ms)
+                    .arg(&**field)
+                    .arg(inner.fencing_ttl_ms);
                 call
             }
             Kind::Fair => {
@@ -300,17 +304,19 @@ impl Lock {
                 call.key(&*self.name)
                     .key(name::queue_key(&self.name))
                     .key(name::timeout_key(&self.name))
+                    .key(name::token_key(&self.name))
                     .arg(lease_ms)
                     .arg(&**field)
                     .arg(inner.watchdog_timeout.as_millis() as u64)
                     .arg(name::channel(&self.name))
                     .arg(u8::from(enqueue))
-                    .arg(scripts::UNLOCK_MESSAGE);
+                    .arg(scripts::UNLOCK_MESSAGE)
+                    .arg(inner.fencing_ttl_ms);
                 call
             }
         };
         let sent_at = Instant::now();
-        let reply = call.invoke_async::<Option<i64>>(&mut conn).await;
+        let reply = call.invoke_async::<(i64, i64)>(&mut conn).await;
         let reply = match reply {
             Ok(reply) => reply,
             Err(err) => {
@@ -328,7 +334,7 @@ impl Lock {
         };
         pending.disarm();
         match reply {
-            None => {
+            (1, token) => {
                 let mode = match self.lease {
                     Some(lease) => LeaseMode::Fixed {
                         expires_at: sent_at + lease,
@@ -340,13 +346,18 @@ impl Lock {
                     self.client.clone(),
                     self.kind,
                     self.name.clone(),
-                    field.clone(),
-                    lease_ms,
-                    mode,
-                    sent_at,
+                    Grant {
+                        field: field.clone(),
+                        lease_ms,
+                        mode,
+                        sent_at,
+                        // fence() never issues less than the server clock
+                        // in microseconds, which is positive.
+                        token: token as u64,
+                    },
                 )))
             }
-            Some(ttl) => Ok(Attempt::Busy(
+            (_, ttl) => Ok(Attempt::Busy(
                 u64::try_from(ttl).ok().map(Duration::from_millis),
             )),
         }

@@ -68,6 +68,12 @@ pub(crate) fn timeout_key(name: &str) -> String {
     prefixed("redisson_lock_timeout", name)
 }
 
+/// The counter behind a lock's fencing tokens, under the name Redisson's
+/// `RFencedLock` uses, so that both issue tokens from one sequence.
+pub(crate) fn token_key(name: &str) -> String {
+    prefixed("redisson_lock_token", name)
+}
+
 /// The channel on which the fair lock wakes one waiter, `owner`.
 pub(crate) fn waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", channel(name))

@@ -18,25 +18,68 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Acquire or re-enter.
+/// Acquire or re-enter, and issue a fencing token.
 ///
-/// * KEYS\[1\]: the lock key.
-/// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field.
-/// * Returns nil when acquired (the field's count went up by one and the key's
-///   expiry is now the lease), otherwise the key's `PTTL` in milliseconds
-///   (`-1` if someone removed the expiry).
-/// * Raises `WRONGTYPE` when the key holds something other than a hash.
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: the fencing counter,
+///   `redisson_lock_token:{name}`.
+/// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field;
+///   ARGV\[3\]: the counter's time to live in milliseconds.
+/// * Returns `{1, token}` when acquired (the field's count went up by one,
+///   the key's expiry is now the lease, and `token` is the new fencing
+///   token, see [`FENCE`]), otherwise `{0, pttl}` with the key's `PTTL` in
+///   milliseconds (`-1` if someone removed the expiry).
+/// * Raises `WRONGTYPE` when the lock key holds something other than a hash
+///   or the counter something other than a string, and an error when the
+///   counter is not an integer; nothing is written then.
 ///
 /// Same semantics as Redisson's `RedissonLock.tryLockInnerAsync`, so an owner
-/// that re-enters (same field) is counted the same way on both sides.
-pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[ACQUIRE_SRC]));
+/// that re-enters (same field) is counted the same way on both sides; as in
+/// Redisson's `RFencedLock`, a re-entry also gets a new token.
+pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[FENCE, ACQUIRE_SRC]));
 const ACQUIRE_SRC: &str = r"
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = fence(KEYS[2], ARGV[3])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, token}
 end
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}
+";
+
+/// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
+/// fencing token for a lock and returns it.
+///
+/// The token is the larger of the server's clock in microseconds (`TIME`)
+/// and the counter's last value plus one; the counter is then set to it
+/// with the given time to live. So tokens keep increasing when the counter
+/// is gone, whether it expired (an idle lock name leaves no key behind for
+/// ever) or Redis restarted empty, provided the server's clock did not step
+/// back and fewer than one token per microsecond was issued for the name
+/// (a lock hand-off takes several round trips, so this holds by far). An
+/// `INCR` of the counter by Redisson's `RFencedLock` keeps its TTL and
+/// stays in the same sequence.
+///
+/// Tokens stay below 2^53 (the year 2255 in microseconds), so Lua's double
+/// numbers hold them exactly; `%.0f` writes them without an exponent.
+/// Call it before writing anything: its errors (a counter of the wrong type
+/// or not an integer) must leave the lock untouched.
+const FENCE: &str = r"
+local function fence(counter, ttl)
+    local clock = redis.call('time')
+    local token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+    local last = redis.call('get', counter)
+    if last ~= false then
+        last = tonumber(last)
+        if last == nil or last ~= math.floor(last) then
+            error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
+        end
+        if last >= token then
+            token = last + 1
+        end
+    end
+    redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
+    return token
+end
 ";
 
 /// Owner-checked release.
@@ -123,41 +166,46 @@ end
 /// Fair acquire: take the lock in queue order, or join or refresh the queue.
 ///
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: `redisson_lock_queue:{name}`;
-///   KEYS\[3\]: `redisson_lock_timeout:{name}`.
+///   KEYS\[3\]: `redisson_lock_timeout:{name}`; KEYS\[4\]: the fencing
+///   counter, `redisson_lock_token:{name}`.
 /// * ARGV\[1\]: the lease in ms; ARGV\[2\]: the owner field; ARGV\[3\]: the
 ///   queue lease in ms (a waiter must call again within it to stay queued);
 ///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
 ///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
-///   try that leaves no trace; ARGV\[6\]: the unlock message.
+///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
+///   the fencing counter's time to live in milliseconds.
 /// * Dead waiters are first dropped from the head of the queue. The lock is
 ///   taken when it is free and the queue is empty or starts with this owner
 ///   (which then leaves the queue), or re-entered when this owner holds it:
-///   returns nil. Otherwise, with ARGV\[5\] = `1`, the owner is appended to
-///   the queue (or, if queued, its deadline refreshed) with deadline
-///   now + ARGV\[3\] in the zset, and, if the lock is free, the head waiter
-///   is woken on its own channel. Returns the lock's `PTTL` (`-2` when free
-///   but it is someone else's turn).
+///   returns `{1, token}` as [`ACQUIRE`]. Otherwise, with ARGV\[5\] = `1`,
+///   the owner is appended to the queue (or, if queued, its deadline
+///   refreshed) with deadline now + ARGV\[3\] in the zset, and, if the lock
+///   is free, the head waiter is woken on its own channel. Returns
+///   `{0, pttl}` with the lock's `PTTL` (`-2` when free but it is someone
+///   else's turn).
 ///
 /// Same keys, list and zset as Redisson's `RFairLock`; the zset scores here
 /// are liveness deadlines refreshed by live waiters, not Redisson's
 /// position-based estimates (see DESIGN.md).
 pub(crate) static FAIR_ACQUIRE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[FAIR_PRELUDE, FAIR_ACQUIRE_SRC]));
+    LazyLock::new(|| Lua::new(&[FAIR_PRELUDE, FENCE, FAIR_ACQUIRE_SRC]));
 const FAIR_ACQUIRE_SRC: &str = r"
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+    local token = fence(KEYS[4], ARGV[7])
     if head ~= false then
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
     end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, token}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = fence(KEYS[4], ARGV[7])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, token}
 end
 if ARGV[5] == '1' then
     if redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
@@ -168,7 +216,7 @@ if ARGV[5] == '1' then
         redis.call('publish', ARGV[4] .. ':' .. head, ARGV[6])
     end
 end
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}
 ";
 
 /// Fair release: owner-checked, and the next waiter is woken directly.

@@ -14,6 +14,8 @@ mod cancel;
 mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.
 mod faults;
+/// Fencing tokens: increasing across clients, Redisson, expiry, restarts.
+mod fence;
 /// Fixed leases, the watchdog, and `lost()`.
 mod lease;
 /// A holder in another process that is killed.

@@ -1,0 +1,193 @@
+use std::time::Duration;
+
+use crate::support::{RedisServer, client, eventually, exists, pttl, unique};
+
+/// Redisson's fencing counter for `name`.
+fn counter_of(name: &str) -> String {
+    format!("redisson_lock_token:{{{name}}}")
+}
+
+/// The server clock in microseconds.
+fn server_micros(server: &RedisServer) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut server.connection()).unwrap();
+    secs * 1_000_000 + micros
+}
+
+/// Every acquisition, plain or fair, by any client, gets a larger token
+/// than the one before, and the token is at least the server clock.
+#[tokio::test]
+async fn tokens_increase_across_clients_and_kinds() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("fence-increase");
+    let before = server_micros(server);
+    let mut last = 0;
+    for round in 0..20 {
+        let c = if round % 2 == 0 { &a } else { &b };
+        let lock = match round % 3 {
+            0 => c.lock(&name),
+            1 => c.fair_lock(&name),
+            _ => c.lock(&name).lease(Duration::from_secs(5)),
+        };
+        let guard = lock.try_lock_for(Duration::from_secs(2)).await.unwrap();
+        let token = guard.fencing_token();
+        assert!(token > last, "round {round}: {token} after {last}");
+        assert!(token >= before, "token {token} below the clock {before}");
+        last = token;
+        guard.unlock().await.unwrap();
+    }
+    let stored: u64 = redis::cmd("GET")
+        .arg(counter_of(&name))
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(stored, last);
+}
+
+/// A Redisson `RFencedLock` issues tokens with `INCR` on the same counter:
+/// redlease's next token is above it, whether the Java side is behind or
+/// ahead of the clock, and the Java side's next token is above ours.
+#[tokio::test]
+async fn redisson_incr_keeps_the_sequence_increasing() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("fence-incr");
+    let mut conn = server.connection();
+    let first = c.lock(&name).try_lock().await.unwrap();
+    let t1 = first.fencing_token();
+    first.unlock().await.unwrap();
+
+    // A Java holder takes the next token.
+    let java: u64 = redis::cmd("INCR")
+        .arg(counter_of(&name))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(java, t1 + 1);
+    let second = c.lock(&name).try_lock().await.unwrap();
+    let t2 = second.fencing_token();
+    assert!(t2 > java, "{t2} after java's {java}");
+    second.unlock().await.unwrap();
+
+    // A counter far ahead of the clock (a Redisson sequence moved forward
+    // by hand, or a clock that stepped back): we continue from it.
+    let ahead = server_micros(server) + 1_000_000_000_000;
+    let _: () = redis::cmd("SET")
+        .arg(counter_of(&name))
+        .arg(ahead)
+        .query(&mut conn)
+        .unwrap();
+    let third = c.lock(&name).try_lock().await.unwrap();
+    assert_eq!(third.fencing_token(), ahead + 1);
+    third.unlock().await.unwrap();
+    let java: u64 = redis::cmd("INCR")
+        .arg(counter_of(&name))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(java, ahead + 2);
+
+    // INCR keeps the counter's expiry.
+    let ttl = pttl(server, &counter_of(&name));
+    assert!(ttl > 0, "counter lost its expiry: {ttl}");
+}
+
+/// The counter expires when the name is idle, so names leave no key behind,
+/// and the next token is still larger.
+#[tokio::test]
+async fn tokens_increase_after_the_counter_expires() {
+    let server = RedisServer::shared();
+    let c = redlease::Client::builder(&server.url())
+        .fencing_counter_ttl(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    let name = unique("fence-expire");
+    let guard = c.lock(&name).try_lock().await.unwrap();
+    let t1 = guard.fencing_token();
+    let ttl = pttl(server, &counter_of(&name));
+    assert!((1..=100).contains(&ttl), "counter ttl {ttl}");
+    guard.unlock().await.unwrap();
+    let gone = eventually(Duration::from_secs(2), || {
+        !exists(server, &counter_of(&name))
+    })
+    .await;
+    assert!(gone.is_some(), "the counter did not expire");
+
+    let guard = c.lock(&name).try_lock().await.unwrap();
+    assert!(guard.fencing_token() > t1);
+    guard.unlock().await.unwrap();
+
+    // The default keeps it for a day, refreshed by every acquisition.
+    let guard = client().await.lock(&name).try_lock().await.unwrap();
+    let ttl = pttl(server, &counter_of(&name));
+    let day = redlease::DEFAULT_FENCING_COUNTER_TTL.as_millis() as i64;
+    assert!(ttl > day - 60_000 && ttl <= day, "counter ttl {ttl}");
+    guard.unlock().await.unwrap();
+}
+
+/// Redis restarted without its data: the counter is gone, and tokens still
+/// increase.
+#[tokio::test]
+async fn tokens_increase_after_redis_restarts_empty() {
+    let mut server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("fence-restart");
+    let mut last = 0;
+    for _ in 0..3 {
+        let guard = c.lock(&name).try_lock().await.unwrap();
+        assert!(guard.fencing_token() > last);
+        last = guard.fencing_token();
+        guard.unlock().await.unwrap();
+    }
+    server.restart();
+    assert!(!exists(&server, &counter_of(&name)));
+    let guard = c
+        .lock(&name)
+        .try_lock_for(Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(
+        guard.fencing_token() > last,
+        "{} after {last}",
+        guard.fencing_token()
+    );
+    guard.unlock().await.unwrap();
+}
+
+/// A counter holding something other than an integer is an error, not a
+/// reset, and the lock is not taken.
+#[tokio::test]
+async fn a_corrupt_counter_is_an_error_and_takes_nothing() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let mut conn = server.connection();
+    for (i, plant) in ["abc", "1.5", "hash"].into_iter().enumerate() {
+        let name = unique(&format!("fence-corrupt-{i}"));
+        let counter = counter_of(&name);
+        let _: () = if plant == "hash" {
+            redis::cmd("HSET")
+                .arg(&counter)
+                .arg("f")
+                .arg(1)
+                .query(&mut conn)
+                .unwrap()
+        } else {
+            redis::cmd("SET")
+                .arg(&counter)
+                .arg(plant)
+                .query(&mut conn)
+                .unwrap()
+        };
+        for lock in [c.lock(&name), c.fair_lock(&name)] {
+            let err = lock.try_lock().await.unwrap_err();
+            if plant == "hash" {
+                assert!(err.is_wrong_type(), "{err:?}");
+            } else {
+                assert!(
+                    err.to_string().contains("does not hold an integer"),
+                    "{err}"
+                );
+            }
+            assert_eq!(err.key(), Some(name.as_str()));
+            assert!(!exists(server, &name), "{plant}: lock taken");
+        }
+    }
+}
