@@ -8,8 +8,15 @@
 //! dies without running destructors (a panic abort, a `static` server), so no
 //! test run leaves `redis-server` processes behind.
 //!
+//! A [`Proxy`] partitions a client from its server; [`signal`] stops,
+//! resumes and kills other processes (test children).
+//!
 //! Functions here panic on failure: they are test fixtures, and a panic with
 //! a clear message is the right report for a broken environment.
+
+mod proxy;
+
+pub use proxy::Proxy;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -258,7 +265,9 @@ fn scratch_dir(port: u16) -> PathBuf {
     dir
 }
 
-fn signal(name: &str, pid: u32) {
+/// Sends signal `name` (`STOP`, `CONT`, `KILL`, ...) to process `pid`, as
+/// `kill -<name> <pid>` does; a process that is gone is not an error.
+pub fn signal(name: &str, pid: u32) {
     let _ = Command::new("kill")
         .args([format!("-{name}"), pid.to_string()])
         .stderr(Stdio::null())

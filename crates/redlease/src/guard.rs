@@ -243,11 +243,18 @@ impl LockGuard {
         }
     }
 
-    /// Returns true if and only if [`lost`](LockGuard::lost) would resolve now.
+    /// Returns true if [`lost`](LockGuard::lost) would resolve now, or is
+    /// about to: a watchdog-mode lock whose deadline has passed counts as
+    /// lost at once, even if the watchdog task has not yet run to report it
+    /// (as after the process was paused past its lease).
     pub fn is_lost(&self) -> bool {
+        let now = Instant::now();
         match self.mode {
-            LeaseMode::Fixed { expires_at } if Instant::now() >= expires_at => true,
-            _ => self.lost.borrow().is_some(),
+            LeaseMode::Fixed { expires_at } if now >= expires_at => true,
+            _ if self.lost.borrow().is_some() => true,
+            _ => self
+                .watchdog_id
+                .is_some_and(|id| self.client.inner.watchdog.overdue(id, now)),
         }
     }
 

@@ -60,7 +60,9 @@ return {0, redis.call('pttl', KEYS[1])}
 /// stays in the same sequence.
 ///
 /// Tokens stay below 2^53 (the year 2255 in microseconds), so Lua's double
-/// numbers hold them exactly; `%.0f` writes them without an exponent.
+/// numbers hold them exactly (a counter at 2^53 - 1 or above is an error
+/// rather than a token that fails to increase); `%.0f` writes them without
+/// an exponent.
 /// Call it before writing anything: its errors (a counter of the wrong type
 /// or not an integer) must leave the lock untouched.
 const FENCE: &str = r"
@@ -72,6 +74,9 @@ local function fence(counter, ttl)
         last = tonumber(last)
         if last == nil or last ~= math.floor(last) then
             error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
+        end
+        if last >= 9007199254740991 then
+            error({err = 'ERR fencing token counter ' .. counter .. ' is at 2^53 - 1 or above'})
         end
         if last >= token then
             token = last + 1

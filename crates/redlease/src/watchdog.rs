@@ -128,6 +128,17 @@ impl Watchdog {
         self.shared.lock().entries.remove(&id);
     }
 
+    /// Whether a registered lock's deadline has passed, even if the task has
+    /// not run since to report it (a process resumed after a pause runs its
+    /// tasks in no set order).
+    pub(crate) fn overdue(&self, id: u64, now: Instant) -> bool {
+        self.shared
+            .lock()
+            .entries
+            .get(&id)
+            .is_some_and(|e| e.deadline <= now)
+    }
+
     /// How many locks are being renewed.
     pub(crate) fn len(&self) -> usize {
         self.shared.lock().entries.len()

@@ -159,7 +159,10 @@ async fn a_corrupt_counter_is_an_error_and_takes_nothing() {
     let server = RedisServer::shared();
     let c = client().await;
     let mut conn = server.connection();
-    for (i, plant) in ["abc", "1.5", "hash"].into_iter().enumerate() {
+    for (i, plant) in ["abc", "1.5", "9007199254740991", "hash"]
+        .into_iter()
+        .enumerate()
+    {
         let name = unique(&format!("fence-corrupt-{i}"));
         let counter = counter_of(&name);
         let _: () = if plant == "hash" {

@@ -6,10 +6,17 @@
 
 mod support;
 
+/// The `fenced` example's database guard, tested as shipped.
+#[path = "../../examples/fenced/ledger.rs"]
+mod ledger;
+
 /// Exclusion, waiting and busy errors.
 mod acquire;
 /// Cancelled futures and dropped guards.
 mod cancel;
+/// The fault-injection suite: stopped, killed and partitioned holders, and
+/// Redis restarting empty, against the PostgreSQL guard.
+mod chaos;
 /// The fair lock: FIFO order across clients, no stuck queue.
 mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.
@@ -18,7 +25,7 @@ mod faults;
 mod fence;
 /// Fixed leases, the watchdog, and `lost()`.
 mod lease;
-/// A holder in another process that is killed.
+/// Fair waiters in other processes, and the child process itself.
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.
 mod redisson;

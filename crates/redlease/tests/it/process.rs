@@ -1,5 +1,5 @@
-//! Lock holders and fair waiters in separate processes, some killed with
-//! SIGKILL.
+//! Fair waiters in separate processes, one killed with SIGKILL, and the
+//! child process that the process-level tests (here and in `chaos`) run.
 //!
 //! A child is this test binary re-run with `--ignored --exact` on
 //! [`child_process`], with its instructions in the environment.
@@ -8,12 +8,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client_with_watchdog, eventually, exists, unique};
+use crate::support::{RedisServer, client_with_watchdog, eventually, unique};
 
 const CHILD_ENV: &str = "REDLEASE_TEST_CHILD";
 
 /// Starts a child process with `spec` (see [`child_process`]).
-fn spawn_child(spec: &str) -> Child {
+pub(crate) fn spawn_child(spec: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -30,7 +30,7 @@ fn spawn_child(spec: &str) -> Child {
 }
 
 /// Waits until the child prints a line ending in `word`.
-async fn child_says(child: &mut Child, word: &'static str) {
+pub(crate) async fn child_says(child: &mut Child, word: &'static str) {
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let said = tokio::task::spawn_blocking(move || {
         // libtest prints "test <name> ... " before the test's own output on
@@ -52,40 +52,6 @@ fn queue_len(server: &RedisServer, name: &str) -> i64 {
         .arg(format!("redisson_lock_queue:{{{name}}}"))
         .query(&mut server.connection())
         .unwrap()
-}
-
-/// A process holding a watchdog lock keeps it past many timeouts; killed
-/// with SIGKILL (no unlock, no Drop), its lock frees within one timeout.
-#[tokio::test]
-async fn killed_holder_process_frees_lock_within_one_timeout() {
-    let server = RedisServer::shared();
-    let timeout = Duration::from_millis(600);
-    let name = unique("killed-holder");
-    let mut child = spawn_child(&format!(
-        "hold {} {name} {}",
-        server.url(),
-        timeout.as_millis()
-    ));
-    child_says(&mut child, "ACQUIRED").await;
-
-    let c = client_with_watchdog(server, timeout).await;
-    tokio::time::sleep(timeout * 3).await;
-    assert!(
-        exists(server, &name),
-        "the live holder's watchdog did not keep the lock"
-    );
-    assert!(c.lock(&name).try_lock().await.unwrap_err().is_busy());
-
-    child.kill().unwrap();
-    let killed = Instant::now();
-    child.wait().unwrap();
-    let g = c.lock(&name).try_lock_for(timeout * 3).await.unwrap();
-    let freed_after = killed.elapsed();
-    assert!(
-        freed_after <= timeout + Duration::from_millis(100),
-        "took {freed_after:?}"
-    );
-    g.unlock().await.unwrap();
 }
 
 /// Fair waiters in four processes, started one after another, acquire in
@@ -141,12 +107,16 @@ async fn fair_waiters_in_processes_keep_order_and_a_dead_one_is_dropped() {
 /// Not a test: the child process for the tests above. Its instructions, in
 /// the environment: `hold URL NAME TIMEOUT_MS` takes the lock and keeps it
 /// until killed; `fair URL NAME TIMEOUT_MS INDEX` waits for the fair lock,
-/// records INDEX in the list `NAME:order`, holds 10 ms and releases.
+/// records INDEX in the list `NAME:order`, holds 10 ms and releases;
+/// `writer ...` is [`crate::chaos::writer`].
 #[tokio::test]
 #[ignore = "helper process, started by the tests in this module"]
 async fn child_process() {
     let spec = std::env::var(CHILD_ENV).expect("started by a parent test");
     let parts: Vec<&str> = spec.split(' ').collect();
+    if parts[0] == "writer" {
+        return crate::chaos::writer(&parts[1..]).await;
+    }
     let (mode, url, name, timeout_ms) = (parts[0], parts[1], parts[2], parts[3]);
     let c = redlease::Client::builder(url)
         .watchdog_timeout(Duration::from_millis(timeout_ms.parse().unwrap()))

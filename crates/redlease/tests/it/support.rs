@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub(crate) use redlease_testkit::{RedisServer, ServerOptions};
+pub(crate) use redlease_testkit::{Proxy, RedisServer, ServerOptions};
 
 /// A lock name no other test uses, so tests can share one server.
 pub(crate) fn unique(prefix: &str) -> String {
@@ -226,4 +226,43 @@ pub(crate) async fn subscribe_delaying_proxy(
         }
     });
     (arm, local)
+}
+
+/// The PostgreSQL database for tests that need one: `DATABASE_URL`, or the
+/// local server that `scripts/test` makes sure is running.
+pub(crate) fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A pool of at most `size` connections to [`database_url`].
+pub(crate) async fn pg_pool(size: u32) -> sqlx::PgPool {
+    let url = database_url();
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(size)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("PostgreSQL is not reachable at {url} ({e}); start it, or run scripts/test, which does")
+        })
+}
+
+/// A ledger in a table of its own (dropped by [`drop_ledger`]), with one
+/// account at balance 0; returns it with the table's name.
+pub(crate) async fn fresh_ledger(prefix: &str, account: &str) -> (crate::ledger::Ledger, String) {
+    let table = unique(prefix).replace([':', '-'], "_");
+    let ledger = crate::ledger::Ledger::create(pg_pool(4).await, &table)
+        .await
+        .unwrap();
+    ledger.open(account, 0).await.unwrap();
+    (ledger, table)
+}
+
+/// Drops a table made by [`fresh_ledger`].
+pub(crate) async fn drop_ledger(table: &str) {
+    sqlx::query(&format!("DROP TABLE IF EXISTS {table}"))
+        .execute(&pg_pool(1).await)
+        .await
+        .unwrap();
 }
