@@ -177,6 +177,9 @@ impl RedisServer {
             "''".to_owned(),
             "--appendonly".to_owned(),
             "no".to_owned(),
+            // A replica syncs at once instead of after Redis's default 5 s.
+            "--repl-diskless-sync-delay".to_owned(),
+            "0".to_owned(),
             "--daemonize".to_owned(),
             "no".to_owned(),
             "--dir".to_owned(),

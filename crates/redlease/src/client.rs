@@ -52,11 +52,26 @@ pub(crate) struct Inner {
     /// Time to live of fencing counters, refreshed by every acquisition.
     pub(crate) fencing_ttl_ms: u64,
     pub(crate) watchdog: Watchdog,
+    /// Set by [`ClientBuilder::require_replicas`].
+    pub(crate) replicas: Option<Replicas>,
     /// Release-channel subscriptions shared by this client's waiters.
     pub(crate) subscriptions: Subscriptions,
     /// Dropped with the last clone of the client, which stops the watchdog
     /// task at once instead of at its next tick.
     _stop_watchdog: oneshot::Sender<()>,
+}
+
+/// How many replicas must acknowledge an acquire, and the connection the
+/// acquires and their `WAIT`s go through.
+pub(crate) struct Replicas {
+    pub(crate) count: u32,
+    pub(crate) wait: Duration,
+    /// Separate from the main connection because `WAIT` blocks the
+    /// connection it runs on: on the main one, a replica that stops
+    /// answering would hold up renewals and releases behind each `WAIT`, and
+    /// then locks would be lost. `WAIT` counts acknowledgements of the
+    /// writes made on its own connection, so the acquire script runs here too.
+    pub(crate) conn: ConnectionManager,
 }
 
 impl Inner {
@@ -107,6 +122,7 @@ impl Client {
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
+            replicas: None,
         }
     }
 
@@ -172,6 +188,8 @@ pub struct ClientBuilder {
     response_timeout: Duration,
     connection_timeout: Duration,
     fencing_counter_ttl: Duration,
+    /// Replicas that must acknowledge an acquire, and for how long to wait.
+    replicas: Option<(u32, Duration)>,
 }
 
 impl ClientBuilder {
@@ -215,6 +233,31 @@ impl ClientBuilder {
         self
     }
 
+    /// Requires `count` replicas to acknowledge every acquisition within
+    /// `wait` (Redis `WAIT count wait`), so that a failover right after an
+    /// acquire does not silently hand the lock to a second holder (default:
+    /// off, as for Redisson on a single server).
+    ///
+    /// When fewer replicas acknowledge in time, the lock is released again
+    /// and the acquire fails with an error for which
+    /// [`is_not_replicated`](Error::is_not_replicated) is true; a waiting
+    /// acquire stops waiting. Acquires then take one more round trip (about
+    /// one replication round trip while replicas keep up), and go through a
+    /// connection of their own, because `WAIT` blocks the connection it runs
+    /// on: renewals and releases are never held up behind it. Acquires of
+    /// one client are acknowledged one after another.
+    ///
+    /// `WAIT` narrows the window, it does not close it: a replica that
+    /// acknowledged may still lose the election, and Redis replication is
+    /// asynchronous. The fencing token remains the guard that holds.
+    ///
+    /// `count` must be at least 1 and `wait` at least 1 ms (a `WAIT` of 0
+    /// would block for ever).
+    pub fn require_replicas(mut self, count: u32, wait: Duration) -> ClientBuilder {
+        self.replicas = Some((count, wait));
+        self
+    }
+
     /// Connects and starts the client's watchdog task on the current Tokio
     /// runtime.
     ///
@@ -237,6 +280,12 @@ impl ClientBuilder {
         }
         name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
         let fencing_ttl_ms = name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?;
+        if let Some((count, wait)) = self.replicas {
+            if count == 0 {
+                return Err(Error::invalid("required replica count must be at least 1"));
+            }
+            name::lease_millis("replica wait", wait)?;
+        }
         for (what, t) in [
             ("response timeout", self.response_timeout),
             ("connection timeout", self.connection_timeout),
@@ -260,18 +309,35 @@ impl ClientBuilder {
             .clone()
             .set_protocol(redis::ProtocolVersion::RESP3);
         let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid_url)?;
+        let config = |response_timeout| {
+            ConnectionManagerConfig::new()
+                .set_response_timeout(Some(response_timeout))
+                .set_connection_timeout(Some(self.connection_timeout))
+                // Few, quick reconnect attempts: a lock call should fail
+                // fast while Redis is down, and the next call tries again
+                // anyway.
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_millis(500))
+        };
         let (push_tx, push_rx) = mpsc::unbounded_channel();
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(self.response_timeout))
-            .set_connection_timeout(Some(self.connection_timeout))
-            // Few, quick reconnect attempts: a lock call should fail fast
-            // while Redis is down, and the next call tries again anyway.
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500))
+        let main = config(self.response_timeout)
             .set_push_sender(push_tx)
             // Waiters' subscriptions must survive reconnects.
             .set_automatic_resubscription();
-        let conn = ConnectionManager::new_with_config(client, config).await?;
+        let conn = ConnectionManager::new_with_config(client.clone(), main).await?;
+        let replicas = match self.replicas {
+            Some((count, wait)) => Some(Replicas {
+                count,
+                wait,
+                // The reply to `WAIT` comes after up to `wait`.
+                conn: ConnectionManager::new_with_config(
+                    client,
+                    config(self.response_timeout + wait),
+                )
+                .await?,
+            }),
+            None => None,
+        };
         let subscriptions = Subscriptions::start(conn.clone(), push_rx);
         let (stop_tx, stop_rx) = oneshot::channel();
         let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
@@ -284,6 +350,7 @@ impl ClientBuilder {
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
                 fencing_ttl_ms,
+                replicas,
                 watchdog,
                 subscriptions,
                 _stop_watchdog: stop_tx,

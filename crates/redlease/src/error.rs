@@ -28,6 +28,10 @@ pub enum ErrorKind {
     /// The server is a read-only replica (`READONLY`): locks must be taken on
     /// the master.
     ReadOnly,
+    /// The lock was acquired on the master, but fewer replicas than the
+    /// client requires acknowledged it in time, so it was released again
+    /// (see [`ClientBuilder::require_replicas`](crate::ClientBuilder::require_replicas)).
+    NotReplicated,
     /// Redis did not answer in time; the command may or may not have run.
     Timeout,
     /// The connection could not be made or was lost.
@@ -89,6 +93,17 @@ impl Error {
         .with_key(key)
     }
 
+    pub(crate) fn not_replicated(key: &str, acked: i64, required: u32, wait: Duration) -> Error {
+        Error::new(
+            ErrorKind::NotReplicated,
+            format!(
+                "lock {key:?} was acquired on the master but only {acked} of {required} replicas \
+                 acknowledged it within {wait:?}, so it was released"
+            ),
+        )
+        .with_key(key)
+    }
+
     pub(crate) fn invalid(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
@@ -137,6 +152,13 @@ impl Error {
     /// Returns true if and only if the server is a read-only replica.
     pub fn is_read_only(&self) -> bool {
         self.inner.kind == ErrorKind::ReadOnly
+    }
+
+    /// Returns true if and only if the lock was acquired on the master but
+    /// not acknowledged by as many replicas as the client requires, and was
+    /// released again.
+    pub fn is_not_replicated(&self) -> bool {
+        self.inner.kind == ErrorKind::NotReplicated
     }
 
     /// Returns true if and only if Redis did not answer in time. The command

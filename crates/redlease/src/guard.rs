@@ -360,8 +360,23 @@ pub(crate) async fn abandon_fair(client: &Client, key: &str, field: &str) -> Res
         .map_err(|e| Error::from(e).with_key(key))
 }
 
-/// Sends the release (for a fair lock: the abandon, which also leaves the
-/// queue) on the current runtime without waiting for it; does nothing
+/// Takes back an acquisition that must not stand (cancelled, or not
+/// acknowledged by replicas): releases the hold of `field`, and for a fair
+/// lock also removes it from the queue.
+pub(crate) async fn withdraw(
+    client: &Client,
+    kind: Kind,
+    key: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<(), Error> {
+    match kind {
+        Kind::Plain => release(client, kind, key, field, lease_ms).await,
+        Kind::Fair => abandon_fair(client, key, field).await,
+    }
+}
+
+/// Sends [`withdraw`] on the current runtime without waiting for it; does nothing
 /// without a runtime. Used by Drop and by cancelled acquires.
 pub(crate) fn release_in_background(
     client: &Client,
@@ -378,11 +393,7 @@ pub(crate) fn release_in_background(
     // A runtime that is shutting down drops the task unpolled; the lease
     // then frees the lock.
     drop(handle.spawn(async move {
-        let result = match kind {
-            Kind::Plain => release(&client, kind, &key, &field, lease_ms).await,
-            Kind::Fair => abandon_fair(&client, &key, &field).await,
-        };
-        match result {
+        match withdraw(&client, kind, &key, &field, lease_ms).await {
             Ok(()) => tracing::debug!(key = %key, "released in the background"),
             Err(e) if e.is_not_owner() => {}
             Err(e) => tracing::warn!(key = %key, error = %e, "background release failed; the lock will expire after its lease"),

@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::guard::{Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background};
+use redis::aio::ConnectionManager;
+
+use crate::client::Replicas;
+use crate::guard::{
+    Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background, withdraw,
+};
 use crate::pubsub::{Baton, Subscription};
 use crate::{Client, Error, name, scripts, wait};
 
@@ -70,8 +75,11 @@ impl Lock {
     /// An error for which [`is_busy`](Error::is_busy) is true when another
     /// owner holds the lock; [`is_invalid_argument`](Error::is_invalid_argument)
     /// for a bad name or lease; [`is_wrong_type`](Error::is_wrong_type) when
-    /// the key holds a non-lock value; connection and server errors as they
-    /// come.
+    /// the key holds a non-lock value;
+    /// [`is_not_replicated`](Error::is_not_replicated) when the client
+    /// [requires replicas](crate::ClientBuilder::require_replicas) and too
+    /// few acknowledged (the lock was released again); connection and server
+    /// errors as they come.
     ///
     /// # Cancel safety
     ///
@@ -288,7 +296,8 @@ impl Lock {
             field: field.clone(),
             lease_ms,
         };
-        let mut conn = inner.conn.clone();
+        let replicas = inner.replicas.as_ref();
+        let mut conn = replicas.map_or(&inner.conn, |r| &r.conn).clone();
         let call = match self.kind {
             Kind::Plain => {
                 let mut call = scripts::ACQUIRE.prepare_invoke();
@@ -332,35 +341,83 @@ impl Lock {
                 return Err(err);
             }
         };
-        pending.disarm();
-        match reply {
-            (1, token) => {
-                let mode = match self.lease {
-                    Some(lease) => LeaseMode::Fixed {
-                        expires_at: sent_at + lease,
-                    },
-                    None => LeaseMode::Watchdog,
-                };
-                tracing::debug!(key = %self.name, "lock acquired");
-                Ok(Attempt::Acquired(LockGuard::new(
-                    self.client.clone(),
-                    self.kind,
-                    self.name.clone(),
-                    Grant {
-                        field: field.clone(),
-                        lease_ms,
-                        mode,
-                        sent_at,
-                        // fence() never issues less than the server clock
-                        // in microseconds, which is positive.
-                        token: token as u64,
-                    },
-                )))
+        let (1, token) = reply else {
+            pending.disarm();
+            return Ok(Attempt::Busy(
+                u64::try_from(reply.1).ok().map(Duration::from_millis),
+            ));
+        };
+        if let Some(replicas) = replicas {
+            // Still armed: cancelled or failed here, the acquisition is
+            // withdrawn in the background. Not acknowledged, it has been
+            // withdrawn already.
+            match self
+                .await_replicas(replicas, &mut conn, field, lease_ms)
+                .await
+            {
+                Ok(()) => {}
+                Err(e) if e.is_not_replicated() => {
+                    pending.disarm();
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
             }
-            (_, ttl) => Ok(Attempt::Busy(
-                u64::try_from(ttl).ok().map(Duration::from_millis),
-            )),
         }
+        pending.disarm();
+        let mode = match self.lease {
+            Some(lease) => LeaseMode::Fixed {
+                expires_at: sent_at + lease,
+            },
+            None => LeaseMode::Watchdog,
+        };
+        tracing::debug!(key = %self.name, "lock acquired");
+        Ok(Attempt::Acquired(LockGuard::new(
+            self.client.clone(),
+            self.kind,
+            self.name.clone(),
+            Grant {
+                field: field.clone(),
+                lease_ms,
+                mode,
+                sent_at,
+                // fence() never issues less than the server clock in
+                // microseconds, which is positive.
+                token: token as u64,
+            },
+        )))
+    }
+
+    /// Waits for `replicas.count` replicas to acknowledge the acquisition
+    /// just made on `conn`; if too few do, withdraws it and fails.
+    async fn await_replicas(
+        &self,
+        replicas: &Replicas,
+        conn: &mut ConnectionManager,
+        field: &str,
+        lease_ms: u64,
+    ) -> Result<(), Error> {
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(replicas.count)
+            .arg(replicas.wait.as_millis() as u64)
+            .query_async(conn)
+            .await
+            .map_err(|e| Error::from(e).with_key(&self.name))?;
+        if acked >= i64::from(replicas.count) {
+            return Ok(());
+        }
+        tracing::warn!(key = %self.name, acked, required = replicas.count, "acquire not acknowledged by enough replicas; releasing it");
+        match withdraw(&self.client, self.kind, &self.name, field, lease_ms).await {
+            // Not ours any more means gone already (a lease shorter than the
+            // wait): withdrawn all the same.
+            Err(e) if !e.is_not_owner() => return Err(e),
+            _ => {}
+        }
+        Err(Error::not_replicated(
+            &self.name,
+            acked,
+            replicas.count,
+            replicas.wait,
+        ))
     }
 }
 
