@@ -136,8 +136,10 @@ impl LockGuard {
     /// started. Pass the token with every write to the protected resource,
     /// and let the resource reject a token lower than the highest it has
     /// seen, for example
-    /// `UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence <= $3`.
-    /// The crate's `fenced` example shows the full pattern on PostgreSQL.
+    /// `UPDATE orders SET status = $2, fence = $3 WHERE id = $1 AND fence <= $3`.
+    /// A read-modify-write needs two statements, a claim of the row with the
+    /// token and a write conditioned on the claim; the crate's `fenced`
+    /// example shows that pattern on PostgreSQL, and the README says why.
     ///
     /// Tokens are the server's clock in microseconds, or one more than the
     /// last token when that is larger, so they keep increasing after the
