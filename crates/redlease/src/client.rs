@@ -75,6 +75,12 @@ pub(crate) struct Replicas {
 }
 
 impl Inner {
+    /// The connection acquires go out on, and with them everything that must
+    /// reach Redis after an acquire: the withdrawal of a cancelled one.
+    pub(crate) fn acquire_conn(&self) -> &ConnectionManager {
+        self.replicas.as_ref().map_or(&self.conn, |r| &r.conn)
+    }
+
     pub(crate) fn new_owner_field(&self) -> String {
         let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
         format!("{}:{n}", self.id)

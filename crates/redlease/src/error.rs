@@ -96,10 +96,17 @@ impl Error {
     pub(crate) fn not_replicated(key: &str, acked: i64, required: u32, wait: Duration) -> Error {
         Error::new(
             ErrorKind::NotReplicated,
-            format!(
-                "lock {key:?} was acquired on the master but only {acked} of {required} replicas \
-                 acknowledged it within {wait:?}, so it was released"
-            ),
+            if acked >= i64::from(required) {
+                format!(
+                    "lock {key:?} was acquired on the master but its replicas acknowledged it \
+                     only after its lease ran out, so it was released"
+                )
+            } else {
+                format!(
+                    "lock {key:?} was acquired on the master but only {acked} of {required} \
+                     replicas acknowledged it within {wait:?}, so it was released"
+                )
+            },
         )
         .with_key(key)
     }

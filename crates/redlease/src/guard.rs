@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::pending;
 use std::sync::Arc;
 
+use redis::aio::ConnectionManager;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
@@ -170,7 +171,7 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<(), Error> {
         self.stop_watchdog();
         let result = release(
-            &self.client,
+            &self.client.inner.conn,
             self.kind,
             &self.name,
             &self.field,
@@ -251,12 +252,15 @@ impl LockGuard {
     /// (as after the process was paused past its lease).
     pub fn is_lost(&self) -> bool {
         let now = Instant::now();
+        // The deadline before the signal: the watchdog removes an overdue
+        // entry and signals in one step, so read the other way round both
+        // could be missed.
+        let overdue = self
+            .watchdog_id
+            .is_some_and(|id| self.client.inner.watchdog.overdue(id, now));
         match self.mode {
             LeaseMode::Fixed { expires_at } if now >= expires_at => true,
-            _ if self.lost.borrow().is_some() => true,
-            _ => self
-                .watchdog_id
-                .is_some_and(|id| self.client.inner.watchdog.overdue(id, now)),
+            _ => overdue || self.lost.borrow().is_some(),
         }
     }
 
@@ -272,7 +276,7 @@ impl Drop for LockGuard {
         self.stop_watchdog();
         if self.armed {
             release_in_background(
-                &self.client,
+                &self.client.inner.conn,
                 self.kind,
                 &self.name,
                 &self.field,
@@ -309,13 +313,13 @@ pub(crate) enum Kind {
 
 /// Runs the owner-checked release script once.
 async fn release(
-    client: &Client,
+    conn: &ConnectionManager,
     kind: Kind,
     key: &str,
     field: &str,
     lease_ms: u64,
 ) -> Result<(), Error> {
-    let mut conn = client.inner.conn.clone();
+    let mut conn = conn.clone();
     let mut call = match kind {
         Kind::Plain => {
             let mut call = scripts::RELEASE.prepare_invoke();
@@ -347,8 +351,12 @@ async fn release(
 
 /// Removes every trace of `field` from a fair lock: its queue entry and, if
 /// it holds the lock, its hold; wakes the next waiter if that frees the lock.
-pub(crate) async fn abandon_fair(client: &Client, key: &str, field: &str) -> Result<(), Error> {
-    let mut conn = client.inner.conn.clone();
+pub(crate) async fn abandon_fair(
+    conn: &ConnectionManager,
+    key: &str,
+    field: &str,
+) -> Result<(), Error> {
+    let mut conn = conn.clone();
     scripts::FAIR_ABANDON
         .key(key)
         .key(name::queue_key(key))
@@ -364,24 +372,25 @@ pub(crate) async fn abandon_fair(client: &Client, key: &str, field: &str) -> Res
 
 /// Takes back an acquisition that must not stand (cancelled, or not
 /// acknowledged by replicas): releases the hold of `field`, and for a fair
-/// lock also removes it from the queue.
+/// lock also removes it from the queue. `conn` must be the connection the
+/// acquire went out on, so that the withdrawal reaches Redis after it.
 pub(crate) async fn withdraw(
-    client: &Client,
+    conn: &ConnectionManager,
     kind: Kind,
     key: &str,
     field: &str,
     lease_ms: u64,
 ) -> Result<(), Error> {
     match kind {
-        Kind::Plain => release(client, kind, key, field, lease_ms).await,
-        Kind::Fair => abandon_fair(client, key, field).await,
+        Kind::Plain => release(conn, kind, key, field, lease_ms).await,
+        Kind::Fair => abandon_fair(conn, key, field).await,
     }
 }
 
 /// Sends [`withdraw`] on the current runtime without waiting for it; does nothing
 /// without a runtime. Used by Drop and by cancelled acquires.
 pub(crate) fn release_in_background(
-    client: &Client,
+    conn: &ConnectionManager,
     kind: Kind,
     key: &Arc<str>,
     field: &Arc<str>,
@@ -391,11 +400,11 @@ pub(crate) fn release_in_background(
         tracing::debug!(key = %key, "no runtime to release in; the lock will expire after its lease");
         return;
     };
-    let (client, key, field) = (client.clone(), key.clone(), field.clone());
+    let (conn, key, field) = (conn.clone(), key.clone(), field.clone());
     // A runtime that is shutting down drops the task unpolled; the lease
     // then frees the lock.
     drop(handle.spawn(async move {
-        match withdraw(&client, kind, &key, &field, lease_ms).await {
+        match withdraw(&conn, kind, &key, &field, lease_ms).await {
             Ok(()) => tracing::debug!(key = %key, "released in the background"),
             Err(e) if e.is_not_owner() => {}
             Err(e) => tracing::warn!(key = %key, error = %e, "background release failed; the lock will expire after its lease"),

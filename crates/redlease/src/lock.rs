@@ -217,7 +217,11 @@ impl Lock {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        if fair && abandon_fair(&self.client, &self.name, &field).await.is_ok() {
+                        if fair
+                            && abandon_fair(self.client.inner.acquire_conn(), &self.name, &field)
+                                .await
+                                .is_ok()
+                        {
                             ticket.lock = None;
                         }
                         return Err(
@@ -297,7 +301,7 @@ impl Lock {
             lease_ms,
         };
         let replicas = inner.replicas.as_ref();
-        let mut conn = replicas.map_or(&inner.conn, |r| &r.conn).clone();
+        let mut conn = inner.acquire_conn().clone();
         let call = match self.kind {
             Kind::Plain => {
                 let mut call = scripts::ACQUIRE.prepare_invoke();
@@ -351,8 +355,9 @@ impl Lock {
             // Still armed: cancelled or failed here, the acquisition is
             // withdrawn in the background. Not acknowledged, it has been
             // withdrawn already.
+            let lease_end = self.lease.map(|lease| sent_at + lease);
             match self
-                .await_replicas(replicas, &mut conn, field, lease_ms)
+                .await_replicas(replicas, &mut conn, field, lease_ms, lease_end)
                 .await
             {
                 Ok(()) => {}
@@ -388,13 +393,15 @@ impl Lock {
     }
 
     /// Waits for `replicas.count` replicas to acknowledge the acquisition
-    /// just made on `conn`; if too few do, withdraws it and fails.
+    /// just made on `conn`; if too few do, or a fixed lease ends at
+    /// `lease_end` before they do, withdraws it and fails.
     async fn await_replicas(
         &self,
         replicas: &Replicas,
         conn: &mut ConnectionManager,
         field: &str,
         lease_ms: u64,
+        lease_end: Option<Instant>,
     ) -> Result<(), Error> {
         let acked: i64 = redis::cmd("WAIT")
             .arg(replicas.count)
@@ -402,11 +409,14 @@ impl Lock {
             .query_async(conn)
             .await
             .map_err(|e| Error::from(e).with_key(&self.name))?;
-        if acked >= i64::from(replicas.count) {
+        // Acknowledged after a fixed lease ran out, the lock may be someone
+        // else's already: as good as not acknowledged.
+        let in_time = lease_end.is_none_or(|end| Instant::now() < end);
+        if acked >= i64::from(replicas.count) && in_time {
             return Ok(());
         }
         tracing::warn!(key = %self.name, acked, required = replicas.count, "acquire not acknowledged by enough replicas; releasing it");
-        match withdraw(&self.client, self.kind, &self.name, field, lease_ms).await {
+        match withdraw(conn, self.kind, &self.name, field, lease_ms).await {
             // Not ours any more means gone already (a lease shorter than the
             // wait): withdrawn all the same.
             Err(e) if !e.is_not_owner() => return Err(e),
@@ -449,7 +459,13 @@ impl PendingAcquire {
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
         if let Some(client) = self.client.take() {
-            release_in_background(&client, self.kind, &self.name, &self.field, self.lease_ms);
+            release_in_background(
+                client.inner.acquire_conn(),
+                self.kind,
+                &self.name,
+                &self.field,
+                self.lease_ms,
+            );
         }
     }
 }
@@ -465,7 +481,13 @@ struct QueueTicket<'a> {
 impl Drop for QueueTicket<'_> {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
-            release_in_background(&lock.client, Kind::Fair, &lock.name, &self.field, 0);
+            release_in_background(
+                lock.client.inner.acquire_conn(),
+                Kind::Fair,
+                &lock.name,
+                &self.field,
+                0,
+            );
         }
     }
 }

@@ -243,15 +243,22 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
         let sent_at = Instant::now();
         match call.invoke_async::<Vec<i64>>(&mut conn).await {
             Ok(renewed) if renewed.len() == batch.len() => {
+                let now = Instant::now();
                 let entries = &mut shared.lock().entries;
                 for ((id, key, _), ok) in batch.iter().zip(renewed) {
                     if ok == 1 {
-                        // An entry already reported lost (its deadline passed
-                        // while this call was in flight) stays lost: the
-                        // guard was told, and the key expires within one
-                        // timeout of this renewal.
-                        if let Some(e) = entries.get_mut(id) {
-                            e.deadline = sent_at + shared.timeout;
+                        // A lock whose deadline passed while this call was in
+                        // flight stays lost, whether or not it was reported
+                        // yet (`is_lost()` may have answered true already):
+                        // the key expires within one timeout of this renewal.
+                        match entries.get_mut(id) {
+                            Some(e) if e.deadline <= now => {
+                                tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired");
+                                e.lost.send_replace(Some(LostReason::RenewalFailed));
+                                entries.remove(id);
+                            }
+                            Some(e) => e.deadline = sent_at + shared.timeout,
+                            None => {}
                         }
                     } else if let Some(e) = entries.remove(id) {
                         tracing::warn!(key = %key, "lock lost: renewal found another owner or no key");

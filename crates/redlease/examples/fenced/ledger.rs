@@ -4,10 +4,11 @@
 //!
 //! Two statements, for a read-modify-write under a lock:
 //!
-//! 1. **claim**: `UPDATE .. SET fence = $token WHERE id = $1 AND fence < $token
-//!    RETURNING balance`. Only a token newer than every earlier one gets the
-//!    row (and reads it in the same statement); from then on, every older
-//!    holder is locked out.
+//! 1. **claim**: `UPDATE .. SET fence = $token WHERE id = $1 AND fence <= $token
+//!    RETURNING balance`. Only a token at least as new as every earlier one
+//!    gets the row (and reads it in the same statement); from then on, every
+//!    older holder is locked out. `<=` lets one holder claim again, for a
+//!    second read-modify-write under the same lock.
 //! 2. **commit**: `UPDATE .. SET balance = $new WHERE id = $1 AND fence = $token`.
 //!    Succeeds only if no newer holder has claimed the row since. A newer
 //!    holder claimed after any write of ours that succeeded, so it read that
@@ -70,11 +71,11 @@ impl Ledger {
     }
 
     /// Claims the account for `token` and returns its balance, or `None`
-    /// when a holder with this or a newer token has claimed it: this holder's
-    /// lock has passed on, and it must not write.
+    /// when a holder with a newer token has claimed it: this holder's lock
+    /// has passed on, and it must not write.
     pub(crate) async fn claim(&self, id: &str, token: u64) -> sqlx::Result<Option<i64>> {
         sqlx::query_scalar(&format!(
-            "UPDATE {} SET fence = $2 WHERE id = $1 AND fence < $2 RETURNING balance",
+            "UPDATE {} SET fence = $2 WHERE id = $1 AND fence <= $2 RETURNING balance",
             self.table
         ))
         .bind(id)
