@@ -66,11 +66,13 @@
 #![forbid(unsafe_code)]
 
 mod client;
+mod declare;
 mod error;
 mod guard;
 mod lock;
 mod name;
 mod pubsub;
+mod scope;
 mod scripts;
 mod wait;
 mod watchdog;
@@ -80,7 +82,20 @@ pub use error::{Error, ErrorKind};
 pub use guard::{LockGuard, LostReason};
 pub use lock::Lock;
 pub use name::MAX_NAME_LEN;
+pub use scope::scope;
 pub use scripts::lua_scripts;
+
+pub use declare::{default_client, install_default};
+/// Declares that an `async fn` runs under a distributed lock:
+/// `#[distributed_lock(key = "sales:receipt:lock:{bill_id}", wait = "15s", lease = "120s")]`.
+#[cfg(feature = "macros")]
+pub use redlease_macros::distributed_lock;
+
+/// What `#[distributed_lock]` expands to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::declare::{acquire, release, scoped};
+}
 
 #[cfg(test)]
 mod bounds {

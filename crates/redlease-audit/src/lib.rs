@@ -1,0 +1,2 @@
+//! Lists every `#[distributed_lock]` declared in a codebase.
+#![forbid(unsafe_code)]

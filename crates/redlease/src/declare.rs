@@ -1,0 +1,80 @@
+//! What the `#[distributed_lock]` attribute expands to: the process-wide
+//! default client, and the entry points its expansion calls.
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::{Client, Error, LockGuard};
+
+static DEFAULT: OnceLock<Client> = OnceLock::new();
+
+/// Installs the client that `#[distributed_lock]` functions without a
+/// `client = ..` option use. Call it once at start-up; a second call
+/// returns its client back as the error and changes nothing.
+///
+/// # Errors
+///
+/// The given client, when a default client is installed already.
+pub fn install_default(client: Client) -> Result<(), Client> {
+    DEFAULT.set(client)
+}
+
+/// The client installed by [`install_default`].
+///
+/// # Errors
+///
+/// An error for which [`is_invalid_argument`](Error::is_invalid_argument) is
+/// true when none is installed.
+pub fn default_client() -> Result<Client, Error> {
+    DEFAULT.get().cloned().ok_or_else(|| {
+        Error::invalid(
+            "no default redlease client is installed; call redlease::install_default(client) at start-up, or pass `client = ..` to #[distributed_lock]",
+        )
+    })
+}
+
+/// Acquires `key` as a `#[distributed_lock]` declares it: one attempt
+/// without `wait`, watchdog mode without `lease`.
+#[doc(hidden)]
+pub async fn acquire(
+    client: Option<&Client>,
+    key: String,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> Result<LockGuard, Error> {
+    let default;
+    let client = match client {
+        Some(client) => client,
+        None => {
+            default = default_client()?;
+            &default
+        }
+    };
+    let mut lock = client.lock(key);
+    if let Some(lease) = lease {
+        lock = lock.lease(lease);
+    }
+    match wait {
+        Some(wait) => lock.try_lock_for(wait).await,
+        None => lock.try_lock().await,
+    }
+}
+
+/// Releases a declared lock after its function body returned. The body's
+/// result is already made, so a failed release can only be logged (the lock
+/// then expires at the end of its lease).
+#[doc(hidden)]
+pub async fn release(guard: LockGuard) {
+    let name = guard.name().to_owned();
+    if let Err(e) = guard.unlock().await {
+        tracing::warn!(key = %name, error = %e, "releasing a declared lock failed");
+    }
+}
+
+/// Runs a declared function's body in an owner scope (see
+/// [`scope`](crate::scope)).
+#[doc(hidden)]
+pub async fn scoped<F: Future>(body: F) -> F::Output {
+    crate::scope(body).await
+}
