@@ -37,6 +37,7 @@ impl fmt::Display for LostReason {
     }
 }
 
+#[derive(Clone, Copy)]
 pub(crate) enum LeaseMode {
     /// Renewed by the client's watchdog.
     Watchdog,
@@ -77,7 +78,9 @@ pub struct LockGuard {
     mode: LeaseMode,
     /// Set by the watchdog; a fixed lease is judged by its expiry instead.
     lost: LostSender,
-    watchdog_id: Option<u64>,
+    /// Shared with the guards that re-entered this hold in an owner scope;
+    /// `None` once this guard let go of it.
+    registration: Option<Arc<Registration>>,
     /// False once the release reply arrived: Drop has nothing left to do.
     armed: bool,
     /// Issued by the acquire script; see [`LockGuard::fencing_token`].
@@ -103,6 +106,10 @@ impl LockGuard {
             )),
             LeaseMode::Fixed { .. } => None,
         };
+        let registration = Arc::new(Registration {
+            client: client.clone(),
+            watchdog_id,
+        });
         LockGuard {
             client,
             kind,
@@ -111,10 +118,42 @@ impl LockGuard {
             lease_ms,
             mode,
             lost,
-            watchdog_id,
+            registration: Some(registration),
             armed: true,
             token,
         }
+    }
+
+    /// A guard for one more hold of `held`, re-entered in an owner scope:
+    /// same owner field, lease, loss signal and fencing token, and renewed
+    /// by the same watchdog registration, which lasts until the last guard
+    /// of the hold lets go.
+    pub(crate) fn reentered(client: Client, kind: Kind, name: Arc<str>, held: Held) -> LockGuard {
+        LockGuard {
+            client,
+            kind,
+            name,
+            field: held.field,
+            lease_ms: held.lease_ms,
+            mode: held.mode,
+            lost: held.lost,
+            registration: Some(held.registration),
+            armed: true,
+            token: held.token,
+        }
+    }
+
+    /// What a re-entry in an owner scope needs to share this guard's hold;
+    /// `None` once the guard let go of it.
+    pub(crate) fn held(&self) -> Option<Held> {
+        Some(Held {
+            field: self.field.clone(),
+            lease_ms: self.lease_ms,
+            mode: self.mode,
+            lost: self.lost.clone(),
+            registration: self.registration.clone()?,
+            token: self.token,
+        })
     }
 
     /// The lock's name.
@@ -256,7 +295,9 @@ impl LockGuard {
         // entry and signals in one step, so read the other way round both
         // could be missed.
         let overdue = self
-            .watchdog_id
+            .registration
+            .as_ref()
+            .and_then(|r| r.watchdog_id)
             .is_some_and(|id| self.client.inner.watchdog.overdue(id, now));
         match self.mode {
             LeaseMode::Fixed { expires_at } if now >= expires_at => true,
@@ -264,10 +305,10 @@ impl LockGuard {
         }
     }
 
+    /// Lets go of the watchdog registration; renewal stops if no other
+    /// guard of an owner scope shares it.
     fn stop_watchdog(&mut self) {
-        if let Some(id) = self.watchdog_id.take() {
-            self.client.inner.watchdog.deregister(id);
-        }
+        self.registration = None;
     }
 }
 
@@ -301,6 +342,32 @@ impl fmt::Debug for LockGuard {
             )
             .finish_non_exhaustive()
     }
+}
+
+/// One hold's watchdog registration (none for a fixed lease), shared by
+/// the guards of an owner scope that re-entered it; renewal stops when the
+/// last of them lets go.
+pub(crate) struct Registration {
+    client: Client,
+    watchdog_id: Option<u64>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(id) = self.watchdog_id {
+            self.client.inner.watchdog.deregister(id);
+        }
+    }
+}
+
+/// A hold as an owner scope shares it with the guards that re-enter it.
+pub(crate) struct Held {
+    pub(crate) field: Arc<str>,
+    pub(crate) lease_ms: u64,
+    pub(crate) mode: LeaseMode,
+    pub(crate) lost: LostSender,
+    pub(crate) registration: Arc<Registration>,
+    pub(crate) token: u64,
 }
 
 /// Which protocol a lock uses: the plain lock, or the fair lock with its

@@ -53,7 +53,12 @@
 //!
 //! * `client.rs`: [`Client`] and [`ClientBuilder`]: the connection, the
 //!   client id, the watchdog's lifetime.
-//! * `lock.rs`: [`Lock`], the acquire loop and its cancel safety.
+//! * `lock.rs`: [`Lock`], the acquire loop and its cancel safety, and
+//!   re-entry in an owner scope.
+//! * `scope.rs`: [`scope`], the task-scoped owner that makes re-entry
+//!   possible.
+//! * `declare.rs`: the default client and what `#[distributed_lock]`
+//!   expands to.
 //! * `guard.rs`: [`LockGuard`]: unlock, `is_held`, `lost`, Drop.
 //! * `watchdog.rs`: the per-client renewal task and its failure rule.
 //! * `pubsub.rs`: release notifications, one shared subscription per lock

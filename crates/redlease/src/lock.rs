@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use redis::ScriptInvocation;
 use redis::aio::ConnectionManager;
+use tokio::sync::oneshot;
 
 use crate::client::Replicas;
 use crate::guard::{
     Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background, withdraw,
 };
 use crate::pubsub::{Baton, Subscription};
-use crate::{Client, Error, name, scripts, wait};
+use crate::{Client, Error, name, scope, scripts, wait};
 
 /// A handle to one named lock; made by [`Client::lock`].
 ///
@@ -89,6 +91,9 @@ impl Lock {
     /// after the acquire), and the lock is free again within one round trip.
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
+        if let Some(guard) = self.reenter().await? {
+            return Ok(guard);
+        }
         let started = Instant::now();
         let field = self.client.inner.new_owner_field().into();
         match self.attempt(lease_ms, &field, false).await? {
@@ -166,6 +171,9 @@ impl Lock {
         lease_ms: u64,
         wait: Option<Duration>,
     ) -> Result<LockGuard, Error> {
+        if let Some(guard) = self.reenter().await? {
+            return Ok(guard);
+        }
         let started = Instant::now();
         // A wait too long to represent as an instant is no wait limit.
         let deadline = wait.and_then(|w| started.checked_add(w));
@@ -302,32 +310,7 @@ impl Lock {
         };
         let replicas = inner.replicas.as_ref();
         let mut conn = inner.acquire_conn().clone();
-        let call = match self.kind {
-            Kind::Plain => {
-                let mut call = scripts::ACQUIRE.prepare_invoke();
-                call.key(&*self.name)
-                    .key(name::token_key(&self.name))
-                    .arg(lease_ms)
-                    .arg(&**field)
-                    .arg(inner.fencing_ttl_ms);
-                call
-            }
-            Kind::Fair => {
-                let mut call = scripts::FAIR_ACQUIRE.prepare_invoke();
-                call.key(&*self.name)
-                    .key(name::queue_key(&self.name))
-                    .key(name::timeout_key(&self.name))
-                    .key(name::token_key(&self.name))
-                    .arg(lease_ms)
-                    .arg(&**field)
-                    .arg(inner.watchdog_timeout.as_millis() as u64)
-                    .arg(name::channel(&self.name))
-                    .arg(u8::from(enqueue))
-                    .arg(scripts::UNLOCK_MESSAGE)
-                    .arg(inner.fencing_ttl_ms);
-                call
-            }
-        };
+        let call = self.acquire_call(lease_ms, field, enqueue);
         let sent_at = Instant::now();
         let reply = call.invoke_async::<(i64, i64)>(&mut conn).await;
         let reply = match reply {
@@ -376,7 +359,7 @@ impl Lock {
             None => LeaseMode::Watchdog,
         };
         tracing::debug!(key = %self.name, "lock acquired");
-        Ok(Attempt::Acquired(LockGuard::new(
+        let guard = LockGuard::new(
             self.client.clone(),
             self.kind,
             self.name.clone(),
@@ -389,7 +372,101 @@ impl Lock {
                 // microseconds, which is positive.
                 token: token as u64,
             },
-        )))
+        );
+        scope::remember(self.client.id(), &guard);
+        Ok(Attempt::Acquired(guard))
+    }
+
+    /// In an owner scope that holds this lock: re-enters the hold (see
+    /// [`crate::scope`]). `None` outside a scope, or when the scope's hold
+    /// was lost, so the caller acquires anew.
+    async fn reenter(&self) -> Result<Option<LockGuard>, Error> {
+        let Some(held) = scope::lookup(self.client.id(), &self.name) else {
+            return Ok(None);
+        };
+        let mut call = scripts::REENTER.prepare_invoke();
+        call.key(&*self.name).arg(held.lease_ms).arg(&*held.field);
+        let conn = self.client.inner.conn.clone();
+        let undo = Undo {
+            conn: conn.clone(),
+            kind: self.kind,
+            name: self.name.clone(),
+            field: held.field.clone(),
+            lease_ms: held.lease_ms,
+        };
+        // Run to completion in a task of its own: the owner field is shared
+        // with the scope's other guards, so a cancelled caller must neither
+        // leave the count raised nor release blindly (if the script never
+        // ran, that would take away a hold of another guard). Whoever last
+        // sees a successful reply that nobody took undoes it: the task, or
+        // the dropped receiver.
+        let (tx, rx) = oneshot::channel();
+        let task_undo = undo.clone();
+        drop(tokio::spawn(async move {
+            let mut conn = conn;
+            let reply = call.invoke_async::<i64>(&mut conn).await;
+            if let Err(Ok(1)) = tx.send(reply) {
+                task_undo.run();
+            }
+        }));
+        let mut waiting = ReentryReply {
+            rx,
+            undo: Some(undo),
+        };
+        let reply = (&mut waiting.rx).await;
+        waiting.undo = None;
+        let reply = reply.map_err(|_| {
+            Error::from(redis::RedisError::from(std::io::Error::other(
+                "the runtime stopped during a re-entry",
+            )))
+        })?;
+        // An error may come after the script ran (a lost reply): the count
+        // may then stay raised, and the key outlives the scope's last release
+        // by at most one lease, as a crashed holder's would.
+        match reply.map_err(|e| Error::from(e).with_key(&self.name))? {
+            1 => {
+                tracing::debug!(key = %self.name, "lock re-entered");
+                Ok(Some(LockGuard::reentered(
+                    self.client.clone(),
+                    self.kind,
+                    self.name.clone(),
+                    held,
+                )))
+            }
+            // The scope's hold is gone: expired, or taken over.
+            _ => Ok(None),
+        }
+    }
+
+    /// The acquire script call: for a fair lock, `enqueue` makes a failed
+    /// attempt join the queue (or refresh its place in it).
+    fn acquire_call(&self, lease_ms: u64, field: &str, enqueue: bool) -> ScriptInvocation<'static> {
+        match self.kind {
+            Kind::Plain => {
+                let mut call = scripts::ACQUIRE.prepare_invoke();
+                call.key(&*self.name)
+                    .key(name::token_key(&self.name))
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(self.client.inner.fencing_ttl_ms);
+                call
+            }
+            Kind::Fair => {
+                let mut call = scripts::FAIR_ACQUIRE.prepare_invoke();
+                call.key(&*self.name)
+                    .key(name::queue_key(&self.name))
+                    .key(name::timeout_key(&self.name))
+                    .key(name::token_key(&self.name))
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(self.client.inner.watchdog_timeout.as_millis() as u64)
+                    .arg(name::channel(&self.name))
+                    .arg(u8::from(enqueue))
+                    .arg(scripts::UNLOCK_MESSAGE)
+                    .arg(self.client.inner.fencing_ttl_ms);
+                call
+            }
+        }
     }
 
     /// Waits for `replicas.count` replicas to acknowledge the acquisition
@@ -488,6 +565,49 @@ impl Drop for QueueTicket<'_> {
                 &self.field,
                 0,
             );
+        }
+    }
+}
+
+/// Takes back one re-entry of a shared owner field.
+#[derive(Clone)]
+struct Undo {
+    conn: ConnectionManager,
+    kind: Kind,
+    name: Arc<str>,
+    field: Arc<str>,
+    lease_ms: u64,
+}
+
+impl Undo {
+    fn run(&self) {
+        release_in_background(
+            &self.conn,
+            self.kind,
+            &self.name,
+            &self.field,
+            self.lease_ms,
+        );
+    }
+}
+
+/// The caller's end of a re-entry. Dropped before its reply was taken (the
+/// caller was cancelled), it closes the channel, so that from then on the
+/// task's send fails and the task undoes a success, and undoes a success
+/// that arrived before.
+struct ReentryReply {
+    rx: oneshot::Receiver<Result<i64, redis::RedisError>>,
+    /// `None` once the reply was taken.
+    undo: Option<Undo>,
+}
+
+impl Drop for ReentryReply {
+    fn drop(&mut self) {
+        if let Some(undo) = self.undo.take() {
+            self.rx.close();
+            if let Ok(Ok(1)) = self.rx.try_recv() {
+                undo.run();
+            }
         }
     }
 }

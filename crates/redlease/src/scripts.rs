@@ -87,6 +87,28 @@ local function fence(counter, ttl)
 end
 ";
 
+/// Re-entry of a hold that an owner scope has (see `scope.rs`).
+///
+/// * KEYS\[1\]: the lock key.
+/// * ARGV\[1\]: the hold's lease in milliseconds; ARGV\[2\]: its owner field.
+/// * Returns `1` when the field was present: its count went up by one and
+///   the key's expiry is the lease again. Returns `0` when it was not (the
+///   hold expired or was taken over): nothing is written, so a hold that is
+///   gone is never revived under the old guards' shared field.
+/// * Raises `WRONGTYPE` when the key holds something other than a hash.
+///
+/// No new fencing token: the owner is the same, and its guards share the
+/// first acquisition's token.
+pub(crate) static REENTER: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[REENTER_SRC]));
+const REENTER_SRC: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
+end
+return 0
+";
+
 /// Owner-checked release.
 ///
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: the unlock channel.
@@ -295,8 +317,9 @@ impl std::ops::Deref for Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [(&'static str, &'static LazyLock<Lua>); 6] = [
+    let scripts: [(&'static str, &'static LazyLock<Lua>); 7] = [
         ("acquire", &ACQUIRE),
+        ("reenter", &REENTER),
         ("release", &RELEASE),
         ("renew", &RENEW),
         ("fair_acquire", &FAIR_ACQUIRE),
@@ -323,13 +346,13 @@ mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 6);
+        assert_eq!(listed.len(), 7);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 6);
+        assert_eq!(hashes.len(), 7);
     }
 }

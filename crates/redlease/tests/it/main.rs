@@ -29,6 +29,8 @@ mod lease;
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.
 mod redisson;
+/// Re-entry inside an owner scope (`redlease::scope`).
+mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.
 mod replica;
 /// Waiters woken by release messages: no lost wake-ups, no leaked
