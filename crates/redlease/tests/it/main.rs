@@ -17,6 +17,8 @@ mod cancel;
 /// The fault-injection suite: stopped, killed and partitioned holders, and
 /// Redis restarting empty, against the PostgreSQL guard.
 mod chaos;
+/// `#[distributed_lock]`: keys, waits, leases, clients, release on every exit.
+mod declared;
 /// The fair lock: FIFO order across clients, no stuck queue.
 mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.

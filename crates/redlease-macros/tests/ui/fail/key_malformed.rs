@@ -1,0 +1,44 @@
+use redlease::distributed_lock;
+
+#[derive(Debug)]
+struct AppError;
+
+impl From<redlease::Error> for AppError {
+    fn from(_: redlease::Error) -> Self {
+        AppError
+    }
+}
+
+#[distributed_lock(key = "")]
+async fn empty() -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "{tenant:{id}")]
+async fn unclosed(id: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "{tenant}:{id}}")]
+async fn unmatched(tenant: u64, id: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "orders:{}")]
+async fn positional(id: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "orders:{order-id}")]
+async fn not_a_path(id: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
+const KEY: &str = "orders";
+
+#[distributed_lock(key = KEY)]
+async fn not_a_literal() -> Result<(), AppError> {
+    Ok(())
+}
+
+fn main() {}
