@@ -370,6 +370,21 @@ pub(crate) struct Held {
     pub(crate) token: u64,
 }
 
+impl Held {
+    /// Whether the hold is known or must be assumed lost, as
+    /// [`LockGuard::is_lost`] would answer for its guards: such a hold is not
+    /// re-entered, even while its key is still in Redis.
+    pub(crate) fn is_lost(&self, client: &Client) -> bool {
+        let now = Instant::now();
+        let overdue = self
+            .registration
+            .watchdog_id
+            .is_some_and(|id| client.inner.watchdog.overdue(id, now));
+        let expired = matches!(self.mode, LeaseMode::Fixed { expires_at } if now >= expires_at);
+        overdue || expired || self.lost.borrow().is_some()
+    }
+}
+
 /// Which protocol a lock uses: the plain lock, or the fair lock with its
 /// waiting queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

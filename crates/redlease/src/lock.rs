@@ -384,6 +384,12 @@ impl Lock {
         let Some(held) = scope::lookup(self.client.id(), &self.name) else {
             return Ok(None);
         };
+        // Lost by our own reckoning, it may still be in Redis for a moment
+        // (renewed too late, or a fixed lease by our clock): re-entering
+        // would hand out a guard that nothing renews.
+        if held.is_lost(&self.client) {
+            return Ok(None);
+        }
         let mut call = scripts::REENTER.prepare_invoke();
         call.key(&*self.name).arg(held.lease_ms).arg(&*held.field);
         let conn = self.client.inner.conn.clone();

@@ -49,9 +49,18 @@ struct Entry {
 /// not part of it. A scope inside a scope is the outer scope.
 /// `#[distributed_lock]` functions run in a scope.
 ///
-/// If the scope's hold was lost (it expired or was taken over), a later
+/// If the scope's hold was lost (it expired or was taken over, or the
+/// library must assume so, as [`LockGuard::is_lost`] says), a later
 /// acquisition in the scope does not re-enter: it acquires anew, waiting as
 /// usual.
+///
+/// The owner is the scope, not a call stack: branches that run
+/// concurrently inside one scope (`join!`, `select!`) are one owner, and an
+/// acquisition in one branch re-enters a hold taken in another. Give each
+/// branch that must exclude the others a task (or a scope) of its own.
+/// Re-entering a fixed-lease hold, and releasing a re-entered guard, set the
+/// key's expiry to the full lease again; the guards keep reporting the first
+/// acquisition's expiry, so they never claim more time than they have.
 ///
 /// # Cancel safety
 ///

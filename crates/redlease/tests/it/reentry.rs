@@ -235,3 +235,30 @@ async fn reentry_keeps_the_holds_lease_mode() {
     })
     .await;
 }
+
+/// A hold that the library considers lost is not re-entered even while its
+/// key is still in Redis: here a fixed lease ran out by our clock while its
+/// key was kept alive behind our back. The nested acquisition is a new
+/// owner, and finds the lock busy.
+#[tokio::test]
+async fn a_hold_lost_by_our_clock_is_not_reentered() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("reenter-expired");
+    redlease::scope(async {
+        let lease = Duration::from_millis(200);
+        let outer = c.lock(&name).lease(lease).try_lock().await.unwrap();
+        let _: () = redis::cmd("PEXPIRE")
+            .arg(&name)
+            .arg(10_000)
+            .query(&mut server.connection())
+            .unwrap();
+        tokio::time::sleep(lease + Duration::from_millis(20)).await;
+        assert!(outer.is_lost());
+        let err = c.lock(&name).try_lock().await.unwrap_err();
+        assert!(err.is_busy(), "{err:?}");
+        outer.unlock().await.unwrap();
+        assert!(!exists(server, &name));
+    })
+    .await;
+}
