@@ -89,6 +89,8 @@ impl Lock {
     /// request may already have been sent, a release of this attempt's owner
     /// field is sent after it in the background (same connection, so it runs
     /// after the acquire), and the lock is free again within one round trip.
+    /// A re-entry in an owner scope ([`scope`](crate::scope)) that is
+    /// cancelled leaves the hold count as it was.
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         let lease_ms = self.prepare()?;
         if let Some(guard) = self.reenter().await? {
