@@ -290,19 +290,12 @@ impl LockGuard {
     /// lost at once, even if the watchdog task has not yet run to report it
     /// (as after the process was paused past its lease).
     pub fn is_lost(&self) -> bool {
-        let now = Instant::now();
-        // The deadline before the signal: the watchdog removes an overdue
-        // entry and signals in one step, so read the other way round both
-        // could be missed.
-        let overdue = self
-            .registration
-            .as_ref()
-            .and_then(|r| r.watchdog_id)
-            .is_some_and(|id| self.client.inner.watchdog.overdue(id, now));
-        match self.mode {
-            LeaseMode::Fixed { expires_at } if now >= expires_at => true,
-            _ => overdue || self.lost.borrow().is_some(),
-        }
+        lost_now(
+            &self.client,
+            self.mode,
+            &self.lost,
+            self.registration.as_deref(),
+        )
     }
 
     /// Lets go of the watchdog registration; renewal stops if no other
@@ -375,14 +368,28 @@ impl Held {
     /// [`LockGuard::is_lost`] would answer for its guards: such a hold is not
     /// re-entered, even while its key is still in Redis.
     pub(crate) fn is_lost(&self, client: &Client) -> bool {
-        let now = Instant::now();
-        let overdue = self
-            .registration
-            .watchdog_id
-            .is_some_and(|id| client.inner.watchdog.overdue(id, now));
-        let expired = matches!(self.mode, LeaseMode::Fixed { expires_at } if now >= expires_at);
-        overdue || expired || self.lost.borrow().is_some()
+        lost_now(client, self.mode, &self.lost, Some(&self.registration))
     }
+}
+
+/// Whether a hold is lost by now: a fixed lease past its expiry, a watchdog
+/// lock past its deadline (even before the watchdog task has run to report
+/// it), or a loss the watchdog signalled.
+fn lost_now(
+    client: &Client,
+    mode: LeaseMode,
+    lost: &LostSender,
+    registration: Option<&Registration>,
+) -> bool {
+    let now = Instant::now();
+    // The deadline before the signal: the watchdog removes an overdue entry
+    // and signals in one step, so read the other way round both could be
+    // missed.
+    let overdue = registration
+        .and_then(|r| r.watchdog_id)
+        .is_some_and(|id| client.inner.watchdog.overdue(id, now));
+    let expired = matches!(mode, LeaseMode::Fixed { expires_at } if now >= expires_at);
+    expired || overdue || lost.borrow().is_some()
 }
 
 /// Which protocol a lock uses: the plain lock, or the fair lock with its
