@@ -349,6 +349,7 @@ impl ClientBuilder {
         let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
         let id = uuid::Uuid::new_v4().to_string();
         tracing::debug!(client_id = %id, "redlease client connected");
+        crate::metrics::describe();
         Ok(Client {
             inner: Arc::new(Inner {
                 conn,

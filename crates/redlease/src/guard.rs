@@ -5,12 +5,14 @@ use std::fmt;
 use std::future::pending;
 use std::sync::Arc;
 
+use ::metrics::SharedString;
 use redis::aio::ConnectionManager;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
+use tracing::Instrument;
 
 use crate::watchdog::LostSender;
-use crate::{Client, Error, ErrorKind, name, scripts};
+use crate::{Client, Error, ErrorKind, metrics, name, scripts};
 
 /// Why a guard's lock is no longer (or may no longer be) ours; returned by
 /// [`LockGuard::lost`].
@@ -56,6 +58,8 @@ pub(crate) struct Grant {
     /// When the acquire request was sent: the lease started no earlier.
     pub(crate) sent_at: Instant,
     pub(crate) token: u64,
+    /// The lock's metrics label.
+    pub(crate) label: SharedString,
 }
 
 /// A held lock. Release it with [`unlock`](LockGuard::unlock).
@@ -85,6 +89,8 @@ pub struct LockGuard {
     armed: bool,
     /// Issued by the acquire script; see [`LockGuard::fencing_token`].
     token: u64,
+    /// The lock's metrics label, for a refused unlock.
+    label: SharedString,
 }
 
 impl LockGuard {
@@ -95,20 +101,26 @@ impl LockGuard {
             mode,
             sent_at,
             token,
+            label,
         } = grant;
         let lost: LostSender = Arc::new(watch::channel(None).0);
         let watchdog_id = match mode {
             LeaseMode::Watchdog => Some(client.inner.watchdog.register(
                 name.clone(),
                 field.clone(),
+                label.clone(),
                 sent_at,
                 lost.clone(),
             )),
             LeaseMode::Fixed { .. } => None,
         };
+        metrics::hold_started(&label);
         let registration = Arc::new(Registration {
             client: client.clone(),
             watchdog_id,
+            label: label.clone(),
+            since: Instant::now(),
+            mode,
         });
         LockGuard {
             client,
@@ -121,6 +133,7 @@ impl LockGuard {
             registration: Some(registration),
             armed: true,
             token,
+            label,
         }
     }
 
@@ -137,6 +150,7 @@ impl LockGuard {
             lease_ms: held.lease_ms,
             mode: held.mode,
             lost: held.lost,
+            label: held.registration.label.clone(),
             registration: Some(held.registration),
             armed: true,
             token: held.token,
@@ -209,6 +223,8 @@ impl LockGuard {
     /// the background, as for any dropped guard.
     pub async fn unlock(mut self) -> Result<(), Error> {
         self.stop_watchdog();
+        let span =
+            tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
         let result = release(
             &self.client.inner.conn,
             self.kind,
@@ -216,7 +232,17 @@ impl LockGuard {
             &self.field,
             self.lease_ms,
         )
+        .instrument(span.clone())
         .await;
+        let outcome = match &result {
+            Ok(()) => "released",
+            Err(e) if e.is_not_owner() => {
+                metrics::unlock_not_owner(&self.label);
+                "not_owner"
+            }
+            Err(_) => "error",
+        };
+        span.record("outcome", outcome);
         match &result {
             // Only a lost reply leaves the release undone for sure; then
             // Drop tries once more in the background.
@@ -315,6 +341,7 @@ impl Drop for LockGuard {
                 &self.name,
                 &self.field,
                 self.lease_ms,
+                Some(self.label.clone()),
             );
         }
     }
@@ -343,12 +370,24 @@ impl fmt::Debug for LockGuard {
 pub(crate) struct Registration {
     client: Client,
     watchdog_id: Option<u64>,
+    /// The hold's metrics label and start, for the hold-time histogram when
+    /// the last guard lets go.
+    label: SharedString,
+    since: Instant,
+    /// A fixed lease that ran out before the hold ended is counted as lost
+    /// here: nothing watches its expiry while it is held.
+    mode: LeaseMode,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         if let Some(id) = self.watchdog_id {
             self.client.inner.watchdog.deregister(id);
+        }
+        let now = Instant::now();
+        metrics::hold_ended(&self.label, now - self.since);
+        if matches!(self.mode, LeaseMode::Fixed { expires_at } if now >= expires_at) {
+            metrics::lost(&self.label, LostReason::Expired);
         }
     }
 }
@@ -477,13 +516,17 @@ pub(crate) async fn withdraw(
 }
 
 /// Sends [`withdraw`] on the current runtime without waiting for it; does nothing
-/// without a runtime. Used by Drop and by cancelled acquires.
+/// without a runtime. Used by Drop and by cancelled acquires. A guard's
+/// release passes its metrics label in `guard_label`, so that a refusal is
+/// counted as an unlock of a lock no longer ours; an acquire's withdrawal
+/// passes `None` (its hold may never have existed).
 pub(crate) fn release_in_background(
     conn: &ConnectionManager,
     kind: Kind,
     key: &Arc<str>,
     field: &Arc<str>,
     lease_ms: u64,
+    guard_label: Option<SharedString>,
 ) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %key, "no runtime to release in; the lock will expire after its lease");
@@ -495,7 +538,11 @@ pub(crate) fn release_in_background(
     drop(handle.spawn(async move {
         match withdraw(&conn, kind, &key, &field, lease_ms).await {
             Ok(()) => tracing::debug!(key = %key, "released in the background"),
-            Err(e) if e.is_not_owner() => {}
+            Err(e) if e.is_not_owner() => {
+                if let Some(label) = guard_label {
+                    metrics::unlock_not_owner(&label);
+                }
+            }
             Err(e) => tracing::warn!(key = %key, error = %e, "background release failed; the lock will expire after its lease"),
         }
     }));

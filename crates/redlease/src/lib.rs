@@ -67,6 +67,8 @@
 //! * `scripts.rs`: every Lua script, with its KEYS/ARGV/return contract.
 //! * `name.rs`: name and lease validation, derived key names.
 //! * `error.rs`: [`Error`] and [`ErrorKind`].
+//! * `metrics.rs`: [`metrics`]: what is recorded through the `metrics`
+//!   facade, under which names and labels.
 
 #![forbid(unsafe_code)]
 
@@ -75,6 +77,7 @@ mod declare;
 mod error;
 mod guard;
 mod lock;
+pub mod metrics;
 mod name;
 mod pubsub;
 mod scope;

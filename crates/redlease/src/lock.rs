@@ -5,14 +5,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use ::metrics::SharedString;
 use redis::ScriptInvocation;
 use redis::aio::ConnectionManager;
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::client::Replicas;
 use crate::guard::{
     Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background, withdraw,
 };
+use crate::metrics::{self, Outcome};
 use crate::pubsub::{Baton, Subscription};
 use crate::{Client, Error, name, scope, scripts, wait};
 
@@ -37,6 +40,8 @@ pub struct Lock {
     name: Arc<str>,
     /// `None`: watchdog mode.
     lease: Option<Duration>,
+    /// [`metrics::lock_label`] of the name, made once.
+    label: SharedString,
 }
 
 /// What one acquire attempt found.
@@ -52,6 +57,7 @@ impl Lock {
         Lock {
             client,
             kind,
+            label: metrics::shared_label(&name),
             name: name.into(),
             lease: None,
         }
@@ -92,16 +98,19 @@ impl Lock {
     /// A re-entry in an owner scope ([`scope`](crate::scope)) that is
     /// cancelled leaves the hold count as it was.
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
-        let lease_ms = self.prepare()?;
-        if let Some(guard) = self.reenter().await? {
-            return Ok(guard);
-        }
-        let started = Instant::now();
-        let field = self.client.inner.new_owner_field().into();
-        match self.attempt(lease_ms, &field, false).await? {
-            Attempt::Acquired(guard) => Ok(guard),
-            Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
-        }
+        self.observed(async {
+            let lease_ms = self.prepare()?;
+            if let Some(guard) = self.reenter().await? {
+                return Ok((guard, Outcome::Reentered));
+            }
+            let started = Instant::now();
+            let field = self.client.inner.new_owner_field().into();
+            match self.attempt(lease_ms, &field, false).await? {
+                Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
+                Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
+            }
+        })
+        .await
     }
 
     /// Tries to acquire the lock until `wait` has passed.
@@ -136,8 +145,11 @@ impl Lock {
             // queue.
             return self.try_lock().await;
         }
-        let lease_ms = self.prepare()?;
-        self.acquire_loop(lease_ms, Some(wait)).await
+        self.observed(async {
+            let lease_ms = self.prepare()?;
+            self.acquire_loop(lease_ms, Some(wait)).await
+        })
+        .await
     }
 
     /// Waits until the lock is acquired, as [`try_lock_for`](Lock::try_lock_for)
@@ -154,8 +166,39 @@ impl Lock {
     ///
     /// As [`try_lock_for`](Lock::try_lock_for).
     pub async fn lock(&self) -> Result<LockGuard, Error> {
-        let lease_ms = self.prepare()?;
-        self.acquire_loop(lease_ms, None).await
+        self.observed(async {
+            let lease_ms = self.prepare()?;
+            self.acquire_loop(lease_ms, None).await
+        })
+        .await
+    }
+
+    /// Runs an acquire call in an `acquire` span and records its outcome
+    /// and duration ([`metrics::ACQUIRES`], [`metrics::WAIT_SECONDS`]),
+    /// `cancelled` if the call is dropped before it ends.
+    async fn observed(
+        &self,
+        call: impl Future<Output = Result<(LockGuard, Outcome), Error>>,
+    ) -> Result<LockGuard, Error> {
+        let span = tracing::debug_span!(
+            "acquire",
+            key = %self.name,
+            outcome = tracing::field::Empty,
+        );
+        let mut observation = Observation {
+            label: &self.label,
+            started: Instant::now(),
+            outcome: Outcome::Cancelled,
+        };
+        let result = call.instrument(span.clone()).await;
+        let (result, outcome) = match result {
+            Ok((guard, outcome)) => (Ok(guard), outcome),
+            Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
+            Err(e) => (Err(e), Outcome::Error),
+        };
+        observation.outcome = outcome;
+        span.record("outcome", outcome.as_str());
+        result
     }
 
     /// Validates the input and returns the lease to request, in ms.
@@ -172,9 +215,9 @@ impl Lock {
         &self,
         lease_ms: u64,
         wait: Option<Duration>,
-    ) -> Result<LockGuard, Error> {
+    ) -> Result<(LockGuard, Outcome), Error> {
         if let Some(guard) = self.reenter().await? {
-            return Ok(guard);
+            return Ok((guard, Outcome::Reentered));
         }
         let started = Instant::now();
         // A wait too long to represent as an instant is no wait limit.
@@ -206,7 +249,7 @@ impl Lock {
             let (holder_ttl, transient) = match outcome {
                 Ok(Attempt::Acquired(guard)) => {
                     ticket.lock = None;
-                    return Ok(guard);
+                    return Ok((guard, Outcome::Acquired));
                 }
                 Ok(Attempt::Busy(ttl)) => (ttl, None),
                 Err(e) if e.is_transient() => {
@@ -281,10 +324,15 @@ impl Lock {
             };
             let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
             let sleep = cap(cap(holder_expiry, remaining), refresh);
+            let span =
+                tracing::debug_span!("wait", key = %self.name, woken = tracing::field::Empty);
             if subscribed {
-                baton = sub.wait(sleep).await;
+                baton = sub.wait(sleep).instrument(span.clone()).await;
+                span.record("woken", baton.is_some());
             } else {
-                wait::pause(backoff, holder_ttl, sleep).await;
+                wait::pause(backoff, holder_ttl, sleep)
+                    .instrument(span)
+                    .await;
                 backoff = backoff.saturating_add(1);
             }
         }
@@ -314,6 +362,7 @@ impl Lock {
         let mut conn = inner.acquire_conn().clone();
         let call = self.acquire_call(lease_ms, field, enqueue);
         let sent_at = Instant::now();
+        metrics::acquire_attempt(&self.label);
         let reply = call.invoke_async::<(i64, i64)>(&mut conn).await;
         let reply = match reply {
             Ok(reply) => reply,
@@ -373,6 +422,7 @@ impl Lock {
                 // fence() never issues less than the server clock in
                 // microseconds, which is positive.
                 token: token as u64,
+                label: self.label.clone(),
             },
         );
         scope::remember(self.client.id(), &guard);
@@ -516,6 +566,20 @@ impl Lock {
     }
 }
 
+/// Records an acquire call's outcome when dropped: at its end, or, if the
+/// caller dropped the call first, as cancelled.
+struct Observation<'a> {
+    label: &'a SharedString,
+    started: Instant,
+    outcome: Outcome,
+}
+
+impl Drop for Observation<'_> {
+    fn drop(&mut self) {
+        metrics::acquire_outcome(self.label, self.outcome, self.started.elapsed());
+    }
+}
+
 /// The smaller of two optional limits (`None`: no limit).
 fn cap(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
@@ -550,6 +614,7 @@ impl Drop for PendingAcquire {
                 &self.name,
                 &self.field,
                 self.lease_ms,
+                None,
             );
         }
     }
@@ -572,6 +637,7 @@ impl Drop for QueueTicket<'_> {
                 &lock.name,
                 &self.field,
                 0,
+                None,
             );
         }
     }
@@ -595,6 +661,7 @@ impl Undo {
             &self.name,
             &self.field,
             self.lease_ms,
+            None,
         );
     }
 }

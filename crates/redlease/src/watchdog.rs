@@ -31,7 +31,10 @@ use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
 
+use ::metrics::SharedString;
+
 use crate::LostReason;
+use crate::metrics::{self, Tally};
 use crate::scripts;
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
@@ -70,6 +73,8 @@ struct State {
 struct Entry {
     key: Arc<str>,
     field: Arc<str>,
+    /// The lock's metrics label, for renewals and losses.
+    label: SharedString,
     /// When the lease could have expired by our clock.
     deadline: Instant,
     lost: LostSender,
@@ -101,6 +106,7 @@ impl Watchdog {
         &self,
         key: Arc<str>,
         field: Arc<str>,
+        label: SharedString,
         sent_at: Instant,
         lost: LostSender,
     ) -> u64 {
@@ -109,6 +115,7 @@ impl Watchdog {
         let entry = Entry {
             key,
             field,
+            label,
             deadline,
             lost,
         };
@@ -167,6 +174,7 @@ impl Shared {
             if e.deadline <= now {
                 tracing::warn!(key = %e.key, "lock lost: renewals failed until its lease could have expired");
                 e.lost.send_replace(Some(LostReason::RenewalFailed));
+                metrics::lost(&e.label, LostReason::RenewalFailed);
                 false
             } else {
                 true
@@ -221,14 +229,14 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
     for chunk in ids.chunks(BATCH) {
         // Read the entries just before sending: a lock deregistered while an
         // earlier batch was in flight must not be renewed again.
-        let batch: Vec<(u64, Arc<str>, Arc<str>)> = {
+        let batch: Vec<(u64, Arc<str>, Arc<str>, SharedString)> = {
             let entries = &shared.lock().entries;
             chunk
                 .iter()
                 .filter_map(|id| {
                     entries
                         .get(id)
-                        .map(|e| (*id, e.key.clone(), e.field.clone()))
+                        .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
                 })
                 .collect()
         };
@@ -237,16 +245,18 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
         }
         let mut call = scripts::RENEW.prepare_invoke();
         call.arg(shared.timeout_ms);
-        for (_, key, field) in &batch {
+        for (_, key, field, _) in &batch {
             call.key(&**key).arg(&**field);
         }
         let sent_at = Instant::now();
         match call.invoke_async::<Vec<i64>>(&mut conn).await {
             Ok(renewed) if renewed.len() == batch.len() => {
                 let now = Instant::now();
+                let mut renewals = Tally::default();
                 let entries = &mut shared.lock().entries;
-                for ((id, key, _), ok) in batch.iter().zip(renewed) {
+                for ((id, key, _, label), ok) in batch.iter().zip(renewed) {
                     if ok == 1 {
+                        renewals.add(label);
                         // A lock whose deadline passed while this call was in
                         // flight stays lost, whether or not it was reported
                         // yet (`is_lost()` may have answered true already):
@@ -255,6 +265,7 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
                             Some(e) if e.deadline <= now => {
                                 tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired");
                                 e.lost.send_replace(Some(LostReason::RenewalFailed));
+                                metrics::lost(label, LostReason::RenewalFailed);
                                 entries.remove(id);
                             }
                             Some(e) => e.deadline = sent_at + shared.timeout,
@@ -263,8 +274,10 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
                     } else if let Some(e) = entries.remove(id) {
                         tracing::warn!(key = %key, "lock lost: renewal found another owner or no key");
                         e.lost.send_replace(Some(LostReason::OwnerChanged));
+                        metrics::lost(label, LostReason::OwnerChanged);
                     }
                 }
+                renewals.record(metrics::renewals);
             }
             Ok(renewed) => {
                 tracing::error!(
@@ -272,15 +285,26 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
                     found = renewed.len(),
                     "renewal script returned the wrong number of results"
                 );
+                failed(&batch);
                 all_ok = false;
             }
             Err(err) => {
                 tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
+                failed(&batch);
                 all_ok = false;
             }
         }
     }
     all_ok
+}
+
+/// Counts a failed renewal of every lock in `batch`.
+fn failed(batch: &[(u64, Arc<str>, Arc<str>, SharedString)]) {
+    let mut failures = Tally::default();
+    for (_, _, _, label) in batch {
+        failures.add(label);
+    }
+    failures.record(metrics::renewal_failures);
 }
 
 #[cfg(test)]
@@ -313,7 +337,7 @@ mod tests {
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
         let lost: LostSender = Arc::new(watch::channel(None).0);
         let start = Instant::now();
-        dog.register("k".into(), "f".into(), start, lost.clone());
+        dog.register("k".into(), "f".into(), "".into(), start, lost.clone());
         let mut rx = lost.subscribe();
         let reason = *rx.wait_for(Option::is_some).await.unwrap();
         assert_eq!(reason, Some(LostReason::RenewalFailed));
@@ -347,13 +371,13 @@ mod tests {
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
         let sender = || -> LostSender { Arc::new(watch::channel(None).0) };
         tokio::time::sleep(Duration::from_millis(50)).await;
-        dog.register("a".into(), "f".into(), Instant::now(), sender());
+        dog.register("a".into(), "f".into(), "".into(), Instant::now(), sender());
         // The first round starts at 100 ms and stalls.
         tokio::time::sleep(Duration::from_millis(60)).await;
         let late = sender();
         // An acquire sent at 0 ms whose reply came late: deadline 300 ms,
         // earlier than the first lock's 350 ms.
-        dog.register("b".into(), "f".into(), start, late.clone());
+        dog.register("b".into(), "f".into(), "".into(), start, late.clone());
         let mut rx = late.subscribe();
         rx.wait_for(Option::is_some).await.unwrap();
         let at = start.elapsed();

@@ -27,6 +27,8 @@ mod faults;
 mod fence;
 /// Fixed leases, the watchdog, and `lost()`.
 mod lease;
+/// Metrics through the `metrics` facade, read from a recorder.
+mod metrics;
 /// Fair waiters in other processes, and the child process itself.
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.

@@ -1,0 +1,219 @@
+//! The metrics the library records, through the `metrics` crate's
+//! facade.
+//!
+//! The library installs no recorder: with none installed every call is a
+//! no-op. Install one (for example `metrics-exporter-prometheus`, as in the
+//! crate's `prometheus` example) to collect them.
+//!
+//! Every metric carries the label [`LOCK_LABEL`], whose value is the lock
+//! name's prefix up to its last `:` ([`lock_label`]), so that
+//! `stock:sku:42` and `stock:sku:43` are counted together as `stock:sku`
+//! and the number of series stays bounded whatever the keys hold.
+//! Acquire outcomes and losses carry a second label, [`OUTCOME_LABEL`] or
+//! [`REASON_LABEL`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::metrics::{
+    SharedString, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
+
+use crate::LostReason;
+
+/// Counter: acquire scripts sent to Redis, one per attempt (a waiting
+/// acquire makes several).
+pub const ACQUIRE_ATTEMPTS: &str = "redlease_acquire_attempts_total";
+/// Counter: acquire calls (`try_lock`, `try_lock_for`, `lock`) by how they
+/// ended, labelled [`OUTCOME_LABEL`]: `acquired`, `reentered`, `busy`,
+/// `error` or `cancelled`.
+pub const ACQUIRES: &str = "redlease_acquires_total";
+/// Histogram, seconds: how long acquire calls took, from the call to its
+/// outcome, labelled [`OUTCOME_LABEL`] as [`ACQUIRES`]. For a `busy` outcome
+/// this is the wait that was given up.
+pub const WAIT_SECONDS: &str = "redlease_wait_seconds";
+/// Histogram, seconds: how long locks were held, from the acquire until
+/// the guard let go (unlock or drop; a lost lock counts until then too).
+/// Re-entries are counted in their outer hold.
+pub const HOLD_SECONDS: &str = "redlease_hold_seconds";
+/// Gauge: locks held now by this process (re-entries not counted twice).
+pub const HELD: &str = "redlease_held";
+/// Counter: successful watchdog renewals, one per lock renewed.
+pub const RENEWALS: &str = "redlease_renewals_total";
+/// Counter: watchdog renewals that failed (connection or server error), one
+/// per lock in the failed batch. The watchdog retries; a lock is lost only
+/// when failures last until its lease could have expired.
+pub const RENEWAL_FAILURES: &str = "redlease_renewal_failures_total";
+/// Counter: locks lost while held, labelled [`REASON_LABEL`]:
+/// `owner_changed` or `renewal_failed` when the watchdog finds out, or
+/// `expired` for a fixed lease that ran out before its guard let go
+/// (counted when it lets go).
+pub const LOST: &str = "redlease_lost_total";
+/// Counter: unlocks that Redis refused because the caller no longer owned
+/// the lock (it had expired, been deleted or been taken over).
+pub const UNLOCK_NOT_OWNER: &str = "redlease_unlock_not_owner_total";
+
+/// The label naming the lock's group; see [`lock_label`].
+pub const LOCK_LABEL: &str = "lock";
+/// The label on [`ACQUIRES`] and [`WAIT_SECONDS`].
+pub const OUTCOME_LABEL: &str = "outcome";
+/// The label on [`LOST`].
+pub const REASON_LABEL: &str = "reason";
+
+/// The longest label value, in bytes: a prefix longer than this is cut (at
+/// a character boundary), so a key with a long variable part before its
+/// last `:` still makes a short label.
+const MAX_LABEL_LEN: usize = 64;
+
+/// The [`LOCK_LABEL`] value for a lock name: its prefix up to (not
+/// including) the last `:`, at most 64 bytes, or `(none)` for a name
+/// without `:`.
+///
+/// ```
+/// assert_eq!(redlease::metrics::lock_label("stock:sku:42"), "stock:sku");
+/// assert_eq!(redlease::metrics::lock_label("lock:{order}:7"), "lock:{order}");
+/// assert_eq!(redlease::metrics::lock_label("nightly-report"), "(none)");
+/// ```
+pub fn lock_label(name: &str) -> &str {
+    let Some(end) = name.rfind(':') else {
+        // The whole name would be one series per key in the worst case.
+        return "(none)";
+    };
+    let mut end = end.min(MAX_LABEL_LEN);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// A lock's label, computed once per [`Lock`](crate::Lock) and shared by its
+/// guards: recording a metric then clones an `Arc`, not the string.
+pub(crate) fn shared_label(name: &str) -> SharedString {
+    SharedString::from(Arc::<str>::from(lock_label(name)))
+}
+
+/// Describes the metrics to the recorder installed now (for an exporter's
+/// help text and units). Called when a client is built: an application
+/// installs its recorder before it connects.
+pub(crate) fn describe() {
+    describe_counter!(ACQUIRE_ATTEMPTS, "acquire scripts sent to redis");
+    describe_counter!(ACQUIRES, "acquire calls by outcome");
+    describe_histogram!(
+        WAIT_SECONDS,
+        Unit::Seconds,
+        "time spent in acquire calls, by outcome"
+    );
+    describe_histogram!(HOLD_SECONDS, Unit::Seconds, "time locks were held");
+    describe_gauge!(HELD, "locks held now by this process");
+    describe_counter!(RENEWALS, "watchdog renewals, one per lock renewed");
+    describe_counter!(RENEWAL_FAILURES, "failed watchdog renewals, one per lock");
+    describe_counter!(LOST, "locks lost while held, by reason");
+    describe_counter!(
+        UNLOCK_NOT_OWNER,
+        "unlocks refused: the lock was no longer ours"
+    );
+}
+
+// The recording calls, one per event, so that the places where events
+// happen stay one line long. Without a recorder each is a no-op apart from
+// building the key.
+
+pub(crate) fn acquire_attempt(label: &SharedString) {
+    counter!(ACQUIRE_ATTEMPTS, LOCK_LABEL => label.clone()).increment(1);
+}
+
+/// How an acquire call ended, for [`ACQUIRES`] and [`WAIT_SECONDS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Acquired,
+    Reentered,
+    Busy,
+    Error,
+    Cancelled,
+}
+
+impl Outcome {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Acquired => "acquired",
+            Outcome::Reentered => "reentered",
+            Outcome::Busy => "busy",
+            Outcome::Error => "error",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+pub(crate) fn acquire_outcome(label: &SharedString, outcome: Outcome, took: Duration) {
+    let outcome = outcome.as_str();
+    counter!(ACQUIRES, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome).increment(1);
+    histogram!(WAIT_SECONDS, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome)
+        .record(took.as_secs_f64());
+}
+
+pub(crate) fn hold_started(label: &SharedString) {
+    gauge!(HELD, LOCK_LABEL => label.clone()).increment(1.0);
+}
+
+pub(crate) fn hold_ended(label: &SharedString, held: Duration) {
+    gauge!(HELD, LOCK_LABEL => label.clone()).decrement(1.0);
+    histogram!(HOLD_SECONDS, LOCK_LABEL => label.clone()).record(held.as_secs_f64());
+}
+
+pub(crate) fn renewals(label: &SharedString, locks: u64) {
+    counter!(RENEWALS, LOCK_LABEL => label.clone()).increment(locks);
+}
+
+pub(crate) fn renewal_failures(label: &SharedString, locks: u64) {
+    counter!(RENEWAL_FAILURES, LOCK_LABEL => label.clone()).increment(locks);
+}
+
+pub(crate) fn lost(label: &SharedString, reason: LostReason) {
+    let reason = match reason {
+        LostReason::Expired => "expired",
+        LostReason::OwnerChanged => "owner_changed",
+        LostReason::RenewalFailed => "renewal_failed",
+    };
+    counter!(LOST, LOCK_LABEL => label.clone(), REASON_LABEL => reason).increment(1);
+}
+
+pub(crate) fn unlock_not_owner(label: &SharedString) {
+    counter!(UNLOCK_NOT_OWNER, LOCK_LABEL => label.clone()).increment(1);
+}
+
+/// Counts per label for one watchdog batch, so that renewing thousands of
+/// locks records a handful of increments, not one per lock. Labels are few,
+/// so a linear search beats hashing.
+#[derive(Default)]
+pub(crate) struct Tally(Vec<(SharedString, u64)>);
+
+impl Tally {
+    pub(crate) fn add(&mut self, label: &SharedString) {
+        match self.0.iter_mut().find(|(l, _)| l == label) {
+            Some((_, n)) => *n += 1,
+            None => self.0.push((label.clone(), 1)),
+        }
+    }
+
+    pub(crate) fn record(self, record: fn(&SharedString, u64)) {
+        for (label, n) in self.0 {
+            record(&label, n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_bounded_prefixes() {
+        assert_eq!(lock_label("a:b:c"), "a:b");
+        assert_eq!(lock_label(":x"), "");
+        assert_eq!(lock_label("x"), "(none)");
+        let long = format!("{}:1", "é".repeat(100));
+        let label = lock_label(&long);
+        assert!(label.len() <= MAX_LABEL_LEN && label.chars().all(|c| c == 'é'));
+    }
+}
