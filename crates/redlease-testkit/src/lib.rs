@@ -34,6 +34,7 @@ pub struct RedisServer {
     /// to stop the server, so [`RedisServer::kill`] signals `pid` too.
     watcher: Option<Child>,
     pid: Option<u32>,
+    tls_port: Option<u16>,
 }
 
 /// Options for [`RedisServer::start_with`].
@@ -43,6 +44,19 @@ pub struct ServerOptions {
     pub password: Option<String>,
     /// Starts the server as a replica of this port on 127.0.0.1.
     pub replica_of: Option<u16>,
+    /// Also serves TLS on a port of its own ([`RedisServer::tls_port`]) with
+    /// this certificate and key (PEM files), not asking clients for
+    /// certificates; the plain port stays open for setup and checks.
+    pub tls: Option<TlsFiles>,
+}
+
+/// A server certificate and its private key, as PEM files.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The certificate (self-signed is fine; it is also given as the CA).
+    pub cert: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
 }
 
 impl RedisServer {
@@ -68,11 +82,29 @@ impl RedisServer {
         // A free port can be taken between our probe and redis-server's bind;
         // a few tries make that race irrelevant.
         for _ in 0..5 {
+            let mut extra_args = extra_args.clone();
+            let tls_port = options.tls.as_ref().map(|tls| {
+                let port = free_port();
+                extra_args.extend([
+                    "--tls-port".to_owned(),
+                    port.to_string(),
+                    "--tls-cert-file".to_owned(),
+                    tls.cert.display().to_string(),
+                    "--tls-key-file".to_owned(),
+                    tls.key.display().to_string(),
+                    "--tls-ca-cert-file".to_owned(),
+                    tls.cert.display().to_string(),
+                    "--tls-auth-clients".to_owned(),
+                    "no".to_owned(),
+                ]);
+                port
+            });
             let mut server = RedisServer {
                 port: free_port(),
-                extra_args: extra_args.clone(),
+                extra_args,
                 watcher: None,
                 pid: None,
+                tls_port,
             };
             match server.launch() {
                 Ok(()) => return server,
@@ -97,6 +129,11 @@ impl RedisServer {
     /// The TCP port the server listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port, when started with [`ServerOptions::tls`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// A new synchronous connection, for inspecting and changing the data

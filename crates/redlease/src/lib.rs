@@ -69,9 +69,12 @@
 //! * `error.rs`: [`Error`] and [`ErrorKind`].
 //! * `metrics.rs`: [`metrics`]: what is recorded through the `metrics`
 //!   facade, under which names and labels.
+//! * `admin.rs`: [`admin`]: operator actions on any owner's locks (forced
+//!   unlock), for the `redlease` command-line tool.
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 mod client;
 mod declare;
 mod error;

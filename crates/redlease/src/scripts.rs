@@ -291,6 +291,88 @@ end
 return 1
 ";
 
+/// Forced unlock for operators (`redlease unlock --force`), or a report of
+/// what it would remove: no owner check.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its unlock channel; KEYS\[3\]:
+///   `redisson_lock_queue:{name}`; KEYS\[4\]: `redisson_lock_timeout:{name}`;
+///   KEYS\[5\]: Redisson's read-write lock channel, `redisson_rwlock:{name}`.
+/// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek` to only report,
+///   `hash` to remove the key only when it is a hash (a lock), `any` to
+///   remove it whatever its type.
+/// * Returns `{type, fields, pttl, removed, queue}` describing the
+///   key before the call: `type` is the key's `TYPE` (`none` when absent);
+///   `fields` is the hash as `{field, value, ...}` (empty unless a hash);
+///   `pttl` its `PTTL`; `removed` is `1` when the key was deleted;
+///   `queue` lists the fair-lock waiters as `{owner, deadline, stale, ...}`
+///   (list entries first, in order, then deadline-only members; `deadline`
+///   is the zset score in ms, or `''` when missing; `stale` is `1` when the
+///   waiter is gone by the fair prelude's rule: no deadline, or one not
+///   after the server's clock, else `0`).
+/// * Unless peeking or refused (a non-hash key with `hash`): a deleted key
+///   is announced with the unlock message on KEYS\[2\] (plain waiters), and
+///   with `1` (Redisson's "wake every waiter") on KEYS\[5\] when the hash has
+///   a `mode` field (a read-write lock); stale queue entries are removed
+///   (live waiters keep their place), and if the lock is then free the head
+///   waiter is woken on its own channel, as a fair release does. The
+///   fencing counter is left alone, so tokens keep increasing.
+pub(crate) static FORCE_UNLOCK: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[FORCE_UNLOCK_SRC]));
+const FORCE_UNLOCK_SRC: &str = r"
+local kind = redis.call('type', KEYS[1])['ok']
+local fields = {}
+if kind == 'hash' then fields = redis.call('hgetall', KEYS[1]) end
+local pttl = redis.call('pttl', KEYS[1])
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local queue, stale, seen = {}, {}, {}
+local function note(owner, deadline)
+    seen[owner] = true
+    queue[#queue + 1] = owner
+    queue[#queue + 1] = deadline or ''
+    if deadline == false or deadline == nil or tonumber(deadline) <= now then
+        stale[#stale + 1] = owner
+        queue[#queue + 1] = 1
+    else
+        queue[#queue + 1] = 0
+    end
+end
+local fair = redis.call('type', KEYS[3])['ok'] == 'list'
+local deadlines = redis.call('type', KEYS[4])['ok'] == 'zset'
+if fair then
+    for _, owner in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
+        local deadline = false
+        if deadlines then deadline = redis.call('zscore', KEYS[4], owner) end
+        note(owner, deadline)
+    end
+end
+if deadlines then
+    local members = redis.call('zrange', KEYS[4], 0, -1, 'withscores')
+    for i = 1, #members, 2 do
+        if not seen[members[i]] then note(members[i], members[i + 1]) end
+    end
+end
+local removed = 0
+local refused = kind ~= 'hash' and kind ~= 'none' and ARGV[2] ~= 'any'
+if ARGV[2] ~= 'peek' and not refused then
+    if kind ~= 'none' then
+        redis.call('del', KEYS[1])
+        redis.call('publish', KEYS[2], ARGV[1])
+        for i = 1, #fields, 2 do
+            if fields[i] == 'mode' then redis.call('publish', KEYS[5], 1) end
+        end
+        removed = 1
+    end
+    for _, owner in ipairs(stale) do
+        if fair then redis.call('lrem', KEYS[3], 0, owner) end
+        if deadlines then redis.call('zrem', KEYS[4], owner) end
+    end
+    local head = false
+    if fair then head = redis.call('lindex', KEYS[3], 0) end
+    if head then redis.call('publish', KEYS[2] .. ':' .. head, ARGV[1]) end
+end
+return {kind, fields, pttl, removed, queue}
+";
+
 /// A script and the source it was built from.
 pub(crate) struct Lua {
     source: String,
@@ -317,7 +399,7 @@ impl std::ops::Deref for Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [(&'static str, &'static LazyLock<Lua>); 7] = [
+    let scripts: [(&'static str, &'static LazyLock<Lua>); 8] = [
         ("acquire", &ACQUIRE),
         ("reenter", &REENTER),
         ("release", &RELEASE),
@@ -325,6 +407,7 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         ("fair_acquire", &FAIR_ACQUIRE),
         ("fair_release", &FAIR_RELEASE),
         ("fair_abandon", &FAIR_ABANDON),
+        ("force_unlock", &FORCE_UNLOCK),
     ];
     scripts
         .into_iter()
@@ -346,13 +429,13 @@ mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 7);
+        assert_eq!(listed.len(), 8);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 7);
+        assert_eq!(hashes.len(), 8);
     }
 }
