@@ -1,0 +1,224 @@
+//! `redlease demo`: the stock-deduction scenario, without and with the lock.
+//!
+//! * `demo/server.rs`: which Redis to use; the private `redis-server`.
+//! * `demo/shop.rs`: the buyers, the stock key and the two phases.
+//! * `demo/recorder.rs`: the in-process metrics recorder and the library's
+//!   numbers read from it.
+//! * `demo/summary.rs`: the summary, as text or JSON.
+
+mod recorder;
+mod server;
+mod shop;
+mod summary;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use metrics_util::debugging::Snapshotter;
+use tokio::time::timeout;
+
+use crate::connect::{self, Target};
+use shop::Shop;
+use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
+
+/// Sells one SKU's stock without a lock (oversold) and with one (exact).
+///
+/// Buyers on several clients sell one SKU's stock by reading it, checking
+/// it and writing it back, first without a lock (they oversell), then under
+/// a redlease lock (exactly the stock), and the demo prints what the
+/// library's metrics recorded.
+///
+/// Uses --url or REDIS_URL if given, else the Redis on 127.0.0.1:6379 if
+/// one answers, else a private redis-server from PATH on a free port,
+/// stopped at the end. Exits 0 when the locked phase sold exactly the
+/// stock, 1 otherwise.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Units of stock the SKU starts each phase with.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    stock: u32,
+    /// Clients, as separate service instances: each has its own connections
+    /// and its own watchdog.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    clients: u32,
+    /// Buyers (tasks) per client.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: u32,
+    /// Milliseconds between reading the stock and writing it back, as a
+    /// database call would take; each sale takes between half and one and a
+    /// half times this.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    hold_ms: u64,
+    /// How long a buyer waits for the lock before it is told "busy" and
+    /// tries again, in milliseconds.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    wait_ms: u64,
+    /// The lease of the demo's locks, in milliseconds; the watchdog renews
+    /// held locks every third of it. Short, so that renewals show.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(30..=600_000))]
+    watchdog_ms: u64,
+    /// One sale, halfway through the locked phase, holds the lock this many
+    /// milliseconds, past its lease, to show the watchdog keeping it; 0 for
+    /// none.
+    #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    slow_ms: u64,
+    /// Always start a private redis-server for the run, even when --url,
+    /// REDIS_URL or a Redis on 127.0.0.1:6379 is there.
+    #[arg(long)]
+    private: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn main(url: Option<String>, args: DemoArgs) -> ExitCode {
+    match run(url, args).await {
+        Ok(summary) if summary.locked.exact => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => connect::fail(&e),
+    }
+}
+
+async fn run(url: Option<String>, args: DemoArgs) -> Result<Summary, String> {
+    let redis = server::choose(url, args.private).await?;
+    let snapshotter = recorder::install()?;
+    let shop = new_shop(&args);
+    let target = Target::new(redis.url.clone());
+    let outcome = tokio::select! {
+        outcome = scenario(&target, &args, &shop, &snapshotter) => outcome,
+        signal = interrupted() => Err(signal),
+    };
+    // Also after an error or Ctrl-C: the demo must not leave keys in a
+    // Redis that is not its own.
+    remove_keys(&target, &shop).await;
+    // Before the summary, so that nothing outlives the output.
+    redis.stop().await;
+    let summary = outcome?;
+    if args.json {
+        let json = serde_json::to_string_pretty(&summary)
+            .map_err(|e| format!("cannot write the summary as json: {e}"))?;
+        println!("{json}");
+    } else {
+        println!("{summary}");
+    }
+    Ok(summary)
+}
+
+/// The run's SKU and keys, unique to this run so that two demos on one
+/// Redis do not sell each other's stock.
+fn new_shop(args: &DemoArgs) -> Shop {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let sku = format!("sku-{}-{:04x}", std::process::id(), nanos & 0xffff);
+    Shop {
+        sku: sku.clone(),
+        stock_key: format!("demo:inventory:{sku}"),
+        lock_name: format!("demo:stock:{sku}"),
+        stock: args.stock,
+        hold: Duration::from_millis(args.hold_ms),
+        slow: Duration::from_millis(args.slow_ms),
+        wait: Duration::from_millis(args.wait_ms),
+    }
+}
+
+async fn scenario(
+    target: &Target,
+    args: &DemoArgs,
+    shop: &Shop,
+    snapshotter: &Snapshotter,
+) -> Result<Summary, String> {
+    let watchdog = Duration::from_millis(args.watchdog_ms);
+    let instances = shop::connect(target, args.clients, watchdog).await?;
+    let first = &instances[0];
+    let label = redlease::metrics::lock_label(&shop.lock_name);
+
+    shop.restock(first).await?;
+    let bar = progress(args, "without the lock");
+    let unlocked = shop.unlocked(&instances, args.workers, &bar).await?;
+    bar.finish_and_clear();
+
+    shop.restock(first).await?;
+    // Start the locked phase's numbers from zero (a snapshot drains them).
+    recorder::take(snapshotter, label);
+    let bar = progress(args, "with the lock");
+    let locked = shop.locked(&instances, args.workers, &bar).await?;
+    bar.finish_and_clear();
+    let metrics = recorder::take(snapshotter, label);
+
+    let settings = LockSettings {
+        lock: shop.lock_name.clone(),
+        wait: shop.wait,
+        watchdog,
+        slow: shop.slow,
+    };
+    Ok(Summary {
+        sku: shop.sku.clone(),
+        stock: args.stock,
+        clients: args.clients,
+        workers_per_client: args.workers,
+        hold_ms: args.hold_ms,
+        unlocked: UnlockedSummary::new(args.stock, &unlocked),
+        locked: LockedSummary::new(args.stock, settings, locked, metrics),
+    })
+}
+
+/// A progress bar of units sold against the stock, drawn only on a
+/// terminal so that logs and tests get the summary alone.
+fn progress(args: &DemoArgs, phase: &'static str) -> ProgressBar {
+    if args.json || !std::io::stdout().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(args.stock.into()), ProgressDrawTarget::stdout());
+    if let Ok(style) =
+        ProgressStyle::with_template("{prefix:<17} [{bar:30}] {pos} sold of {len} {msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(phase);
+    bar
+}
+
+/// Resolves on Ctrl-C or SIGTERM with the message to exit with; the
+/// caller then stops the buyers, removes the keys and the private server.
+async fn interrupted() -> String {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => s.recv().await,
+            // Without a SIGTERM handler only Ctrl-C is caught.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+    "interrupted".to_owned()
+}
+
+/// Deletes the run's stock, lock and fencing-counter keys, best effort,
+/// within about two seconds.
+async fn remove_keys(target: &Target, shop: &Shop) {
+    // The library's fencing counter for the demo's lock.
+    let token_key = redlease::admin::token_key(&shop.lock_name);
+    let keys = [shop.stock_key.as_str(), shop.lock_name.as_str(), &token_key];
+    // Unreachable: the error that ended the run already said so, and
+    // nothing can be removed anyway.
+    let Ok(Ok(mut conn)) = timeout(Duration::from_secs(1), target.connection()).await else {
+        return;
+    };
+    let mut delete = redis::cmd("DEL");
+    delete.arg(&keys);
+    match timeout(Duration::from_secs(1), delete.exec_async(&mut conn)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            connect::warn(&target.scrub(&format!("could not remove the demo's keys {keys:?}: {e}")))
+        }
+        Err(_) => connect::warn(&format!(
+            "could not remove the demo's keys {keys:?} in time"
+        )),
+    }
+}

@@ -1,0 +1,98 @@
+//! `redlease`: the operator's tool for redlease and Redisson locks.
+//!
+//! * `run.rs`: `redlease run`, a `flock` for a fleet of machines.
+//! * `inspect.rs`: `redlease inspect`, a bounded SCAN for lock keys and
+//!   their problems (`inspect/`: reading, judging, the table).
+//! * `unlock.rs`: `redlease unlock --force`.
+//! * `audit.rs`: `redlease audit`, the declared-lock audit.
+//! * `demo.rs`: `redlease demo`, the stock-deduction demonstration
+//!   (`demo/`: the Redis to use, the shop, the recorder, the summary).
+//! * `connect.rs`: connections from `--url`, and keeping its password out
+//!   of messages.
+//! * `duration.rs`: `5s`, `250ms`, `2m`, `1h` on the command line.
+//! * `signals.rs`: the signals `run` catches and passes on.
+
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod audit;
+mod connect;
+mod demo;
+mod duration;
+mod inspect;
+mod run;
+mod signals;
+mod unlock;
+
+/// The address used when neither `--url` nor `REDIS_URL` is given.
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// Distributed locks on Redis, compatible with Redisson: run a command under
+/// a lock, inspect and force-unlock locks, audit declared locks, and a demo.
+#[derive(Debug, Parser)]
+#[command(name = "redlease", version, after_help = EXIT_CODES)]
+struct Cli {
+    /// Redis to talk to: `redis://[user:password@]host:port[/db]`, or
+    /// `rediss://` for TLS, verified against the system's CAs (or
+    /// SSL_CERT_FILE); `rediss://host:port/#insecure` skips verification.
+    /// Defaults to redis://127.0.0.1:6379. The password is never printed.
+    #[arg(long, env = "REDIS_URL", global = true, hide_env_values = true)]
+    url: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(run::RunArgs),
+    Inspect(inspect::InspectArgs),
+    Unlock(unlock::UnlockArgs),
+    Audit(audit::AuditArgs),
+    Demo(demo::DemoArgs),
+}
+
+const EXIT_CODES: &str = "\
+exit codes:
+  0    success
+  1    an error (redis unreachable, refused, bad data, ...); the message
+       says which. unlock: also nothing to remove, or not confirmed
+  2    usage error (bad option, bad duration, missing CMD)
+  run: the command's own exit status (128+N if it died of signal N),
+       75 when the lock stayed busy for --wait (see --conflict-exit-code),
+       76 when the lock was lost and the command stopped (see
+       --lost-exit-code), 126 when CMD cannot be run, 127 when not found,
+       128+N when redlease itself got signal N before CMD started
+  audit: 1 with --deny-warnings and a warning or problem; 2 when a PATH
+       cannot be read";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("redlease: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let url = cli.url;
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => run::main(url, args).await,
+            Command::Inspect(args) => inspect::main(url, args).await,
+            Command::Unlock(args) => unlock::main(url, args).await,
+            Command::Audit(args) => audit::main(args),
+            Command::Demo(args) => demo::main(url, args).await,
+        }
+    })
+}
+
+/// The URL to use for commands that talk to an existing Redis.
+fn url_or_default(url: Option<String>) -> String {
+    url.unwrap_or_else(|| DEFAULT_URL.to_owned())
+}

@@ -1,0 +1,231 @@
+//! `redlease run`: a `flock` for a fleet. Holds a lock while a command runs.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitCode, ExitStatus};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use redlease::{Lock, LockGuard, LostReason};
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep_until};
+
+use crate::connect::{Target, fail, warn};
+use crate::signals::{self, Caught};
+use crate::{duration, url_or_default};
+
+/// Runs CMD while holding the lock KEY, like flock(1) across machines.
+///
+/// The lock is renewed by the watchdog while CMD runs (or held for a fixed
+/// --lease), and released when CMD exits; redlease then exits with CMD's
+/// status (128+N if CMD died of signal N). CMD gets the lock's fencing token
+/// in REDLEASE_FENCING_TOKEN (larger for every acquisition of KEY) and the
+/// key in REDLEASE_KEY. SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to
+/// CMD (only CMD itself: a shell script should `exec` its last command or
+/// pass them on). If the lock is lost while CMD runs (deleted or taken
+/// over, renewals failing, or a fixed lease running out), CMD is stopped
+/// with SIGTERM, then SIGKILL after --grace, and redlease exits with
+/// --lost-exit-code.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "example: redlease run --key reports:nightly --wait 10s -- ./nightly-report"
+)]
+pub(crate) struct RunArgs {
+    /// The lock's name, which is its Redis key.
+    #[arg(long, short = 'k', value_name = "KEY")]
+    key: String,
+    /// How long to wait while the lock is busy; 0 tries once. Waits as long
+    /// as it takes when not given.
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
+    wait: Option<Duration>,
+    /// Holds the lock for a fixed lease, never renewed: it expires this long
+    /// after it was acquired, and CMD is stopped then (see --on-lost).
+    /// Without it the watchdog keeps the lock for as long as CMD runs.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    lease: Option<Duration>,
+    /// The watchdog's lease (default 30s), renewed every third of it: a
+    /// crashed redlease frees the lock within it, and a lock deleted behind
+    /// redlease is noticed within a third of it.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, conflicts_with = "lease")]
+    watchdog_timeout: Option<Duration>,
+    /// The exit code when the lock stays busy for --wait.
+    #[arg(short = 'E', long, value_name = "CODE", default_value_t = 75)]
+    conflict_exit_code: u8,
+    /// The exit code when the lock was lost while CMD ran and CMD was
+    /// stopped.
+    #[arg(long, value_name = "CODE", default_value_t = 76)]
+    lost_exit_code: u8,
+    /// What to do when the lock is lost while CMD runs: stop CMD, or let it
+    /// finish with a warning (its work may then overlap with the next
+    /// holder's).
+    #[arg(long, value_enum, value_name = "ACTION", default_value_t = OnLost::Stop)]
+    on_lost: OnLost,
+    /// How long CMD may take to exit after SIGTERM, when the lock was lost,
+    /// before it gets SIGKILL.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "10s")]
+    grace: Duration,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+/// `--on-lost`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OnLost {
+    /// Stop CMD: SIGTERM, then SIGKILL after --grace.
+    Stop,
+    /// Let CMD run on, and only warn.
+    Ignore,
+}
+
+pub(crate) async fn main(url: Option<String>, args: RunArgs) -> ExitCode {
+    let target = Target::new(url_or_default(url));
+    // Caught before anything else: from here on a signal is ours to handle,
+    // so a lock being acquired or held is always let go.
+    let mut caught = match Caught::new() {
+        Ok(caught) => caught,
+        Err(e) => return fail(&format!("cannot catch signals: {e}")),
+    };
+    let acquired = tokio::select! {
+        acquired = acquire(&target, &args) => acquired,
+        sig = caught.recv() => {
+            // The dropped acquire releases whatever it may have taken in a
+            // background task; give it a moment to run before the runtime
+            // stops, or the lock would stay until its lease ends.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return ExitCode::from(signals::exit_status(sig));
+        }
+    };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(Failure::Busy(message)) => {
+            eprintln!("redlease: {message}");
+            return ExitCode::from(args.conflict_exit_code);
+        }
+        Err(Failure::Other(message)) => return fail(&message),
+    };
+    let mut child = match spawn(&args, &guard) {
+        Ok(child) => child,
+        Err(e) => {
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => 127,
+                _ => 126,
+            };
+            eprintln!(
+                "redlease: cannot run {:?}: {e}",
+                args.command[0].to_string_lossy()
+            );
+            release(&target, guard, false).await;
+            return ExitCode::from(code);
+        }
+    };
+    let (status, lost) = supervise(&mut child, &guard, &mut caught, &args).await;
+    release(&target, guard, lost.is_some()).await;
+    match (status, lost) {
+        (_, Some(_)) if args.on_lost == OnLost::Stop => ExitCode::from(args.lost_exit_code),
+        (Ok(status), _) => ExitCode::from(exit_code(status)),
+        (Err(e), _) => fail(&format!("cannot wait for the command: {e}")),
+    }
+}
+
+/// Why no lock was acquired: busy, or anything else; both as messages.
+enum Failure {
+    Busy(String),
+    Other(String),
+}
+
+async fn acquire(target: &Target, args: &RunArgs) -> Result<LockGuard, Failure> {
+    let client = target
+        .client(args.watchdog_timeout)
+        .await
+        .map_err(Failure::Other)?;
+    let mut lock: Lock = client.lock(&args.key);
+    if let Some(lease) = args.lease {
+        lock = lock.lease(lease);
+    }
+    let acquired = match args.wait {
+        None => lock.lock().await,
+        Some(Duration::ZERO) => lock.try_lock().await,
+        Some(wait) => lock.try_lock_for(wait).await,
+    };
+    acquired.map_err(|e| match e.is_busy() {
+        true => Failure::Busy(e.to_string()),
+        false => Failure::Other(target.scrub(&format!("cannot lock {:?}: {e}", args.key))),
+    })
+}
+
+fn spawn(args: &RunArgs, guard: &LockGuard) -> io::Result<Child> {
+    Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .env("REDLEASE_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env("REDLEASE_KEY", &args.key)
+        .spawn()
+}
+
+/// Waits for CMD to exit, passing signals on and stopping it if the lock is
+/// lost. Returns its status, and the loss if it happened.
+async fn supervise(
+    child: &mut Child,
+    guard: &LockGuard,
+    caught: &mut Caught,
+    args: &RunArgs,
+) -> (io::Result<ExitStatus>, Option<LostReason>) {
+    let mut lost = None;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            status = child.wait() => return (status, lost),
+            sig = caught.recv() => signals::send(child.id(), sig),
+            reason = guard.lost(), if lost.is_none() => {
+                lost = Some(reason);
+                if args.on_lost == OnLost::Stop {
+                    warn(&format!(
+                        "lock {:?} lost ({reason}); stopping the command (SIGTERM, SIGKILL after {})",
+                        args.key,
+                        duration::human(args.grace)
+                    ));
+                    signals::send(child.id(), Signal::SIGTERM);
+                    kill_at = Some(Instant::now() + args.grace);
+                } else {
+                    warn(&format!(
+                        "lock {:?} lost ({reason}); the command keeps running (--on-lost=ignore)",
+                        args.key
+                    ));
+                }
+            }
+            () = sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() => {
+                kill_at = None;
+                signals::send(child.id(), Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Releases the lock after CMD; a failure is only a warning, since CMD's
+/// status is what the caller wants to see, and the lease frees the lock.
+async fn release(target: &Target, guard: LockGuard, lost: bool) {
+    let key = guard.name().to_owned();
+    match guard.unlock().await {
+        Ok(()) => {}
+        // Already reported as lost.
+        Err(e) if lost && e.is_not_owner() => {}
+        Err(e) => warn(&target.scrub(&format!(
+            "cannot release lock {key:?} ({e}); it expires after its lease"
+        ))),
+    }
+}
+
+/// CMD's exit code, or 128+N when it died of signal N, as shells report it.
+fn exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(u8::MAX),
+        (None, None) => 1,
+    }
+}

@@ -1,0 +1,150 @@
+//! `redlease unlock --force`: removes a lock whatever its owner.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use redlease::admin::{self, LockState};
+
+use crate::connect::{Target, fail};
+use crate::{duration, url_or_default};
+
+/// Removes the lock KEY whatever its owner, and wakes its waiters.
+///
+/// Shows the lock (owners, hold counts, time to live, fair-lock waiters)
+/// and asks for confirmation on the terminal unless --yes; without a
+/// terminal it refuses. The removal is one atomic script: the lock hash is
+/// deleted, the unlock message is published on its channel so waiters try
+/// at once, and fair-queue entries of gone waiters are dropped. A holder
+/// that is still alive loses the lock (redlease holders notice at their
+/// next renewal); use it for locks whose holder is gone. Exits 1 when
+/// nothing was removed.
+#[derive(Debug, clap::Args)]
+pub(crate) struct UnlockArgs {
+    /// Required: removes the lock without checking its owner.
+    #[arg(long, required = true)]
+    force: bool,
+    /// Does not ask for confirmation.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Also deletes KEY when it is not a lock hash (a `SET NX` string lock,
+    /// for example).
+    #[arg(long)]
+    any_type: bool,
+    /// The lock's name, which is its Redis key.
+    #[arg(value_name = "KEY")]
+    key: String,
+}
+
+pub(crate) async fn main(url: Option<String>, args: UnlockArgs) -> ExitCode {
+    let target = Target::new(url_or_default(url));
+    let client = match target.client(None).await {
+        Ok(client) => client,
+        Err(message) => return fail(&message),
+    };
+    let scrubbed = |e: redlease::Error| target.scrub(&format!("cannot read {:?}: {e}", args.key));
+    let before = match admin::lock_state(&client, &args.key).await {
+        Ok(state) => state,
+        Err(e) => return fail(&scrubbed(e)),
+    };
+    if before.is_empty() {
+        return fail(&format!("{:?} does not exist; nothing removed", args.key));
+    }
+    if !before.is_lock() && before.key_type != "none" && !args.any_type {
+        return fail(&format!(
+            "{:?} holds a {}, not a lock hash; nothing removed (--any-type deletes it anyway)",
+            args.key, before.key_type
+        ));
+    }
+    if !args.yes {
+        eprint!("{}", describe(&before, "found"));
+        if let Err(refusal) = confirm(&args.key) {
+            return fail(&refusal);
+        }
+    }
+    let removal = if args.any_type {
+        admin::force_unlock_any_type(&client, &args.key).await
+    } else {
+        admin::force_unlock(&client, &args.key).await
+    };
+    let removed = match removal {
+        Ok(state) => state,
+        Err(e) => return fail(&target.scrub(&format!("cannot unlock {:?}: {e}", args.key))),
+    };
+    let stale = removed.waiters.iter().filter(|w| w.stale).count();
+    if !removed.removed && stale == 0 {
+        // Released or expired between the look and the removal.
+        return fail(&format!(
+            "{:?} was gone before it could be removed; nothing removed",
+            args.key
+        ));
+    }
+    print!("{}", describe(&removed, "removed"));
+    ExitCode::SUCCESS
+}
+
+/// Asks on the terminal; anything but `y` or `yes` (or no terminal) refuses.
+fn confirm(key: &str) -> Result<(), String> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(format!(
+            "refusing to force-unlock {key:?} without confirmation: stdin is not a terminal (pass --yes)"
+        ));
+    }
+    eprint!("remove it whatever its owner? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    match stdin.lock().read_line(&mut answer) {
+        Ok(n) if n > 0 && matches!(answer.trim(), "y" | "Y" | "yes") => Ok(()),
+        _ => Err(format!("not confirmed; {key:?} left alone")),
+    }
+}
+
+/// What a lock state shows an operator, `verb` being "found" or "removed".
+fn describe(state: &LockState, verb: &str) -> String {
+    let mut out = String::new();
+    let ttl = match state.pttl_ms {
+        -1 => "no ttl: never expires".to_owned(),
+        ms if ms >= 0 => format!("ttl {}", duration::human(Duration::from_millis(ms as u64))),
+        _ => "absent".to_owned(),
+    };
+    let what = match (&state.mode, state.key_type.as_str()) {
+        (Some(mode), _) => format!("read-write lock ({mode} mode)"),
+        (None, "hash") => "lock".to_owned(),
+        (None, "none") => "no lock key".to_owned(),
+        (None, other) => format!("{other} key, not a lock hash"),
+    };
+    let removing = verb == "removed";
+    let verb = if state.removed || !removing {
+        verb
+    } else {
+        "found"
+    };
+    out.push_str(&format!("{verb} {what} {:?} ({ttl})\n", state.name));
+    for holder in &state.holders {
+        out.push_str(&format!(
+            "  owner {}  count {}\n",
+            holder.field, holder.value
+        ));
+    }
+    if state.removed {
+        out.push_str(&format!(
+            "published unlock on {}\n",
+            admin::channel(&state.name)
+        ));
+    }
+    for waiter in &state.waiters {
+        let status = if waiter.stale { "gone" } else { "waiting" };
+        out.push_str(&format!(
+            "  fair-queue waiter {} ({status})\n",
+            waiter.owner
+        ));
+    }
+    let stale = state.waiters.iter().filter(|w| w.stale).count();
+    if stale > 0 && removing {
+        out.push_str(&format!(
+            "removed {stale} gone waiter(s) from the fair queue\n"
+        ));
+    }
+    out
+}

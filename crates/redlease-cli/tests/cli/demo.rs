@@ -1,0 +1,234 @@
+//! `redlease demo`: the unlocked phase oversells, the locked phase sells
+//! exactly the stock, the summary carries the library's metrics, and the
+//! demo finds (or starts, or asks for) a Redis.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use redlease_testkit::RedisServer;
+
+/// Small enough for a couple of seconds on two cores. The unlocked phase
+/// oversells as long as two of its 16 buyers, started together at a
+/// barrier, read the stock within the 1 to 3 ms another one spends between
+/// its read and its write; only a scheduler that stalls all but one buyer
+/// for the whole phase could prevent it. The slow sale (500 ms) outlives
+/// its 450 ms lease, so the watchdog (every 150 ms) must renew it, and
+/// buyers waiting 20 ms each are turned away while it runs. The lease
+/// leaves room for a 300 ms stall of a loaded machine before a renewal is
+/// late and the lock lost.
+const SMALL: &[&str] = &[
+    "--stock",
+    "20",
+    "--clients",
+    "2",
+    "--workers",
+    "8",
+    "--hold-ms",
+    "2",
+    "--wait-ms",
+    "20",
+    "--watchdog-ms",
+    "450",
+    "--slow-ms",
+    "500",
+];
+
+/// Runs `redlease demo` with `args`, killing it after 60 s.
+fn demo(args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlease"));
+    cmd.arg("demo")
+        .args(args)
+        .env_remove("REDIS_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    configure(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // The demo's output is a few hundred bytes, far below a pipe's buffer,
+    // so polling cannot deadlock on a full pipe.
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("redlease demo still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "demo panicked: {stderr}");
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// The value of the summary line `name`, e.g. `sold` in the locked phase
+/// is the second `sold` line.
+fn values<'s>(summary: &'s str, name: &str) -> Vec<&'s str> {
+    summary
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(name))
+        .filter(|rest| rest.starts_with("  "))
+        .map(str::trim)
+        .collect()
+}
+
+/// The first number in `text`.
+fn number(text: &str) -> u64 {
+    let digits: String = text
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number in {text:?}"))
+}
+
+/// The human summary: oversell without the lock, exactly the stock with it,
+/// the library's counts, waits and renewals, and no keys left behind.
+#[test]
+fn summary_shows_oversell_then_exact_sales() {
+    let server = RedisServer::start();
+    let output = demo(SMALL, |c| {
+        c.env("REDIS_URL", server.url());
+    });
+    let summary = stdout(&output);
+    assert!(output.status.success(), "{summary}\n{}", stderr(&output));
+
+    let sold = values(&summary, "sold");
+    assert_eq!(sold.len(), 2, "{summary}");
+    assert!(
+        number(sold[0]) > 20,
+        "unlocked phase did not oversell: {summary}"
+    );
+    assert!(sold[0].contains("oversold by"), "{summary}");
+    assert_eq!(sold[1], "20 of 20: exact", "{summary}");
+    assert_eq!(values(&summary, "final stock")[1], "0 (expected 0)");
+    assert!(
+        number(values(&summary, "acquisitions")[0]) >= 20,
+        "{summary}"
+    );
+    assert!(
+        number(values(&summary, "busy rejections")[0]) > 0,
+        "{summary}"
+    );
+    assert!(number(values(&summary, "renewals")[0]) > 0, "{summary}");
+    for quantile in ["wait p50", "wait p99"] {
+        let wait = values(&summary, quantile);
+        assert!(wait.len() == 1 && wait[0].ends_with(" ms"), "{summary}");
+    }
+    assert!(values(&summary, "fencing tokens")[0].starts_with("rose with every sale"));
+
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(keys.is_empty(), "demo left keys behind: {keys:?}");
+}
+
+/// `--json`: the library's metrics agree with the demo's own count of
+/// acquisitions and busy rejections, and the fencing tokens rose.
+#[test]
+fn json_metrics_match_the_demos_own_counts() {
+    let server = RedisServer::start();
+    let output = demo(&[SMALL, &["--json"]].concat(), |c| {
+        c.args(["--url", &server.url()]);
+    });
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let (unlocked, locked) = (&summary["unlocked"], &summary["locked"]);
+    assert!(unlocked["oversold"].as_u64().unwrap() > 0, "{summary:#}");
+    assert_eq!(locked["sold"], 20);
+    assert_eq!(locked["final_stock"], 0);
+    assert_eq!(locked["exact"], true);
+    assert_eq!(locked["tokens_increasing"], true);
+    assert_eq!(
+        locked["acquisitions"], locked["demo_acquisitions"],
+        "{summary:#}"
+    );
+    assert_eq!(
+        locked["busy_rejections"], locked["demo_busy_rejections"],
+        "{summary:#}"
+    );
+    // Every buyer's last acquisition finds the stock empty.
+    assert_eq!(locked["acquisitions"], 20 + 16, "{summary:#}");
+    assert!(locked["renewals"].as_u64().unwrap() > 0, "{summary:#}");
+    assert_eq!(locked["lost"], 0, "{summary:#}");
+    let p50 = locked["wait_p50_ms"].as_f64().unwrap();
+    let p99 = locked["wait_p99_ms"].as_f64().unwrap();
+    assert!(0.0 <= p50 && p50 <= p99, "{summary:#}");
+}
+
+/// `--private` starts its own server, says so, and stops it at the end.
+#[test]
+fn private_starts_and_stops_its_own_server() {
+    let output = demo(SMALL, |c| {
+        c.arg("--private");
+    });
+    let said = stderr(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(stdout(&output).contains("20 of 20: exact"));
+    let port: u16 = said
+        .split("started a private redis-server on 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no private server announced: {said}"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "private server on {port} outlived the demo"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// With no `redis-server` on PATH, `--private` says how to install one.
+#[test]
+fn private_without_redis_server_says_how_to_install_one() {
+    let empty =
+        std::env::temp_dir().join(format!("redlease-demo-empty-path-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = demo(&["--private"], |c| {
+        c.env("PATH", &empty);
+    });
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("no redis-server on PATH"), "{said}");
+    assert!(said.contains("apt-get install redis-server"), "{said}");
+    assert!(said.contains("brew install redis"), "{said}");
+    assert!(stdout(&output).is_empty());
+}
+
+/// An address where nothing listens is a one-line error without the
+/// password, not a panic.
+#[test]
+fn unreachable_redis_is_a_clear_error() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://demo:s3cret@127.0.0.1:{port}");
+    let output = demo(&["--url", &url], |_| {});
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    let error = said.lines().last().unwrap();
+    assert!(
+        error.starts_with("redlease: cannot connect to redis at redis://demo:***@")
+            && error.contains("cannot reach redis"),
+        "{said}"
+    );
+    assert!(!said.contains("s3cret"), "{said}");
+    assert!(stdout(&output).is_empty());
+}

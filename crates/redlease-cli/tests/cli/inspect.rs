@@ -1,0 +1,281 @@
+//! `redlease inspect`: planted locks and problems, table and JSON, and the
+//! bounded scan.
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{RedisServer, eventually, output, redis, redlease, stderr, stdout, wait};
+
+const LIMIT: Duration = Duration::from_secs(15);
+
+/// A private server with one of each case under `lock:`, plus a key that
+/// does not match.
+fn planted() -> RedisServer {
+    let server = RedisServer::start();
+    let r = |args: &[&str]| redis::<Value2>(&server, args);
+    // A lock that never expires.
+    r(&["HSET", "lock:nottl", "0c5e-uuid:1", "1"]);
+    // Redisson's raw commands: hash field `<uuid>:<thread>` = count, PEXPIRE.
+    r(&[
+        "HSET",
+        "lock:redisson",
+        "8743c9c0-0795-4907-87fd-6c719a6cb586:1",
+        "2",
+    ]);
+    r(&["PEXPIRE", "lock:redisson", "30000"]);
+    // Another tool's SET NX lock.
+    r(&["SET", "lock:setnx", "owner-7", "PX", "30000"]);
+    // A Redisson read-write lock in read mode.
+    r(&["HSET", "lock:rw", "mode", "read", "8743c9c0:5", "1"]);
+    r(&["PEXPIRE", "lock:rw", "30000"]);
+    // A fair queue whose lock is gone: one waiter gone (deadline in the
+    // past), one alive.
+    r(&[
+        "RPUSH",
+        "redisson_lock_queue:{lock:fair}",
+        "gone:1",
+        "alive:2",
+    ]);
+    r(&[
+        "ZADD",
+        "redisson_lock_timeout:{lock:fair}",
+        "1000",
+        "gone:1",
+        "99999999999999",
+        "alive:2",
+    ]);
+    r(&["SET", "other:key", "x"]);
+    server
+}
+
+/// Any reply, for setup commands whose answer does not matter.
+type Value2 = redis::Value;
+
+#[test]
+fn table_lists_locks_and_problems() {
+    let server = planted();
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--pattern", "*"]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = |key: &str| -> String {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no row for {key}:\n{table}"))
+            .to_owned()
+    };
+    assert!(
+        row("lock:nottl").contains("never") && row("lock:nottl").contains("no_ttl"),
+        "{table}"
+    );
+    let redisson = row("lock:redisson");
+    assert!(
+        redisson.contains("8743c9c0-0795-4907-87fd-6c719a6cb586:1 x2"),
+        "{table}"
+    );
+    assert!(redisson.trim_end().ends_with('-'), "no problem: {table}");
+    assert!(
+        row("lock:setnx").contains("string") && row("lock:setnx").contains("wrong_type"),
+        "{table}"
+    );
+    assert!(
+        row("lock:rw").contains("rwlock:read") && row("lock:rw").trim_end().ends_with('-'),
+        "{table}"
+    );
+    let fair = row("lock:fair");
+    assert!(
+        fair.contains("queue-only")
+            && fair.contains("2 (1 gone)")
+            && fair.contains("stale_waiters"),
+        "{table}"
+    );
+    assert!(row("other:key").contains("wrong_type"));
+    // Auxiliary keys are attached to their lock, not listed.
+    assert!(!table.contains("redisson_lock_"), "{table}");
+    assert!(table.contains("problems:\n"), "{table}");
+    assert!(!table.contains("--cursor"), "complete scan: {table}");
+}
+
+/// Without --pattern every key is scanned, and the application's own keys
+/// are counted, not reported as broken locks.
+#[test]
+fn without_pattern_lists_locks_only() {
+    let server = planted();
+    let out = output(redlease(&server.url()).args(["inspect"]), LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(
+        table.contains("lock:nottl") && table.contains("no_ttl"),
+        "{table}"
+    );
+    assert!(table.contains("lock:redisson"), "{table}");
+    assert!(
+        table.contains("lock:fair") && table.contains("stale_waiters"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("lock:setnx") && !table.contains("other:key"),
+        "{table}"
+    );
+    assert!(!table.contains("wrong_type"), "{table}");
+    assert!(
+        table.contains("2 key(s) that are not locks skipped"),
+        "{table}"
+    );
+}
+
+#[test]
+fn json_has_every_field() {
+    let server = planted();
+    let inspect = |pattern: &str| -> Value {
+        let out = output(
+            redlease(&server.url()).args(["inspect", "--pattern", pattern, "--json"]),
+            LIMIT,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).expect("json")
+    };
+    let keys = |report: &Value| -> Vec<String> {
+        let locks = report["locks"].as_array().unwrap();
+        locks
+            .iter()
+            .map(|l| l["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // The fair queue's key does not match `lock:*`, nor does `other:key`.
+    let narrow = inspect("lock:*");
+    assert_eq!(
+        keys(&narrow),
+        ["lock:nottl", "lock:redisson", "lock:rw", "lock:setnx"]
+    );
+    let report = inspect("*");
+    assert_eq!(report["complete"], true);
+    assert_eq!(report["cursor"], 0);
+    // The fair queue stands for its lock, which is gone.
+    let all = [
+        "lock:fair",
+        "lock:nottl",
+        "lock:redisson",
+        "lock:rw",
+        "lock:setnx",
+        "other:key",
+    ];
+    assert_eq!(keys(&report), all);
+    let locks = report["locks"].as_array().unwrap();
+    let lock = |key: &str| {
+        locks
+            .iter()
+            .find(|l| l["key"] == key)
+            .unwrap_or_else(|| panic!("{key}"))
+    };
+    let problems = |key: &str| -> Vec<String> {
+        lock(key)["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["kind"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(problems("lock:nottl"), ["no_ttl"]);
+    assert_eq!(lock("lock:nottl")["ttl_ms"], Value::Null);
+    assert_eq!(problems("lock:setnx"), ["wrong_type"]);
+    assert_eq!(lock("lock:setnx")["type"], "string");
+    assert_eq!(lock("lock:setnx")["kind"], "not_a_lock");
+    assert_eq!(problems("lock:redisson"), Vec::<String>::new());
+    assert_eq!(lock("lock:redisson")["owners"][0]["count"], 2);
+    let ttl = lock("lock:redisson")["ttl_ms"].as_i64().unwrap();
+    assert!((1..=30_000).contains(&ttl), "{ttl}");
+    // Redisson keeps no clock token: the age is unknown.
+    assert_eq!(lock("lock:redisson")["age_ms"], Value::Null);
+    assert_eq!(lock("lock:rw")["kind"], "rwlock");
+    assert_eq!(lock("lock:rw")["mode"], "read");
+    assert_eq!(problems("lock:fair"), ["stale_waiters"]);
+    let waiters = lock("lock:fair")["waiters"].as_array().unwrap();
+    let stale: Vec<(&str, bool)> = waiters
+        .iter()
+        .map(|w| (w["owner"].as_str().unwrap(), w["stale"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(stale, [("gone:1", true), ("alive:2", false)]);
+}
+
+/// A lock held by `redlease run` shows its owner, TTL and an age from its
+/// fencing token.
+#[test]
+fn held_lock_has_an_age() {
+    let server = RedisServer::start();
+    let mut holder = redlease(&server.url())
+        .args(["run", "--key", "lock:held", "--", "sleep", "3"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the lock", || {
+        redis::<i64>(&server, &["EXISTS", "lock:held"]) == 1
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let out = output(redlease(&server.url()).args(["inspect", "--json"]), LIMIT);
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let locks = report["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 1, "the token key is not a lock: {locks:?}");
+    let age = locks[0]["age_ms"].as_u64().expect("an age");
+    assert!((300..3_000).contains(&age), "{age}");
+    assert!(locks[0]["fencing_token"].as_u64().is_some());
+    assert!(locks[0]["problems"].as_array().unwrap().is_empty());
+    assert!(wait(&mut holder, LIMIT).success());
+}
+
+/// With a limit below the number of keys, a call stops with a cursor, and
+/// following the cursors visits every key.
+#[test]
+fn scan_is_bounded_and_resumable() {
+    let server = RedisServer::start();
+    let all: BTreeSet<String> = (0..40).map(|i| format!("lock:many:{i}")).collect();
+    for key in &all {
+        redis::<i64>(&server, &["HSET", key, "u:1", "1"]);
+        redis::<i64>(&server, &["PEXPIRE", key, "60000"]);
+    }
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--limit", "5"]),
+        LIMIT,
+    );
+    let table = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        table.contains("stopped at --limit; continue with: --cursor "),
+        "{table}"
+    );
+
+    let mut found = BTreeSet::new();
+    let mut cursor = 0;
+    for call in 0.. {
+        assert!(call < 100, "the scan never completed");
+        let out = output(
+            redlease(&server.url()).args([
+                "inspect",
+                "--limit",
+                "5",
+                "--json",
+                "--cursor",
+                &cursor.to_string(),
+            ]),
+            LIMIT,
+        );
+        let report: Value = serde_json::from_str(&stdout(&out))
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+        let locks = report["locks"].as_array().unwrap();
+        assert!(locks.len() < 40, "one call looked at every key");
+        found.extend(locks.iter().map(|l| l["key"].as_str().unwrap().to_owned()));
+        cursor = report["cursor"].as_u64().unwrap();
+        assert_eq!(report["complete"], cursor == 0);
+        if cursor == 0 {
+            assert!(call > 0, "stopped only at the end");
+            break;
+        }
+    }
+    assert_eq!(found, all);
+}

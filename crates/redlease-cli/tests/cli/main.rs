@@ -1,0 +1,8 @@
+//! Tests of the built `redlease` binary against private Redis servers.
+
+mod audit;
+mod demo;
+mod inspect;
+mod run;
+mod support;
+mod unlock;

@@ -1,0 +1,386 @@
+//! `redlease run`: exclusion, exit codes, the fencing token, lost locks,
+//! signals, and the URL forms (ACL user, TLS, unreachable).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    RedisServer, eventually, output, redis, redlease, stderr, stdout, temp_dir, unique, wait,
+};
+
+const LIMIT: Duration = Duration::from_secs(15);
+
+/// Eight processes on one key append start/end pairs to one file; a pair
+/// split by another process's line means two ran at once.
+#[test]
+fn concurrent_runs_never_interleave() {
+    let server = RedisServer::shared();
+    let key = unique("run:exclusive");
+    let file = temp_dir("exclusive").join("log");
+    let script = format!(
+        "echo start $$ >> {f}; sleep 0.05; echo end $$ >> {f}",
+        f = file.display()
+    );
+    let mut children: Vec<_> = (0..8)
+        .map(|_| {
+            redlease(&server.url())
+                .args([
+                    "run", "--key", &key, "--wait", "30s", "--", "sh", "-c", &script,
+                ])
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in &mut children {
+        assert!(wait(child, LIMIT).success());
+    }
+    let log = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 16, "{log}");
+    for pair in lines.chunks(2) {
+        let pid = pair[0].strip_prefix("start ").expect(&log);
+        assert_eq!(pair[1], format!("end {pid}"), "interleaved:\n{log}");
+    }
+}
+
+#[test]
+fn exit_status_and_fencing_token_are_passed_on() {
+    let server = RedisServer::shared();
+    let key = unique("run:status");
+    let run = |script: &str| {
+        output(
+            redlease(&server.url()).args(["run", "--key", &key, "--", "sh", "-c", script]),
+            LIMIT,
+        )
+    };
+    assert_eq!(run("exit 7").status.code(), Some(7));
+    // Death by signal N is 128 + N, as a shell reports it.
+    assert_eq!(run("kill -9 $$").status.code(), Some(137));
+    let token = |out: std::process::Output| -> u64 {
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).trim().parse().expect("a token")
+    };
+    let first = token(run("echo $REDLEASE_FENCING_TOKEN"));
+    let second = token(run("echo $REDLEASE_FENCING_TOKEN"));
+    assert!(second > first, "{second} after {first}");
+    assert_eq!(stdout(&run("echo $REDLEASE_KEY")).trim(), key);
+    // Released after the command: nothing left under the key.
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+}
+
+#[test]
+fn busy_lock_waits_then_exits_with_the_conflict_code() {
+    let server = RedisServer::shared();
+    let key = unique("run:busy");
+    // Held by a Redisson-style owner for longer than the test.
+    redis::<i64>(server, &["HSET", &key, "someone-else:1", "1"]);
+    redis::<i64>(server, &["PEXPIRE", &key, "20000"]);
+    let started = Instant::now();
+    let out = output(
+        redlease(&server.url()).args(["run", "--key", &key, "--wait", "700ms", "--", "true"]),
+        LIMIT,
+    );
+    let waited = started.elapsed();
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(waited >= Duration::from_millis(700), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
+    let out = output(
+        redlease(&server.url()).args([
+            "run", "--key", &key, "-E", "42", "--wait", "0", "--", "true",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(42));
+    // The holder was left alone.
+    assert_eq!(
+        redis::<i64>(server, &["HEXISTS", &key, "someone-else:1"]),
+        1
+    );
+}
+
+/// A shell command that logs `started`, then `term` when it gets SIGTERM,
+/// and `done` if it finishes its `secs` of sleep.
+fn traps_term(log: &std::path::Path, secs: u32) -> String {
+    format!(
+        "trap 'echo term >> {f}; kill $! 2>/dev/null; exit 0' TERM; echo started >> {f}; \
+         sleep {secs} & wait $!; echo done >> {f}",
+        f = log.display()
+    )
+}
+
+#[test]
+fn deleted_lock_stops_the_command() {
+    let server = RedisServer::shared();
+    let key = unique("run:lost");
+    let log = temp_dir("lost").join("log");
+    let mut child = redlease(&server.url())
+        .args([
+            "run",
+            "--key",
+            &key,
+            "--watchdog-timeout",
+            "300ms",
+            "--grace",
+            "5s",
+        ])
+        .args(["--", "sh", "-c", &traps_term(&log, 10)])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the command to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    redis::<i64>(server, &["DEL", &key]);
+    let deleted = Instant::now();
+    let status = wait(&mut child, LIMIT);
+    assert_eq!(status.code(), Some(76));
+    // Noticed within a renewal period or two, not at the end of the sleep.
+    assert!(
+        deleted.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        deleted.elapsed()
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("term") && !log.contains("done"), "{log}");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("lost"), "{err}");
+}
+
+#[test]
+fn on_lost_ignore_lets_the_command_finish() {
+    let server = RedisServer::shared();
+    let key = unique("run:ignore");
+    let log = temp_dir("ignore").join("log");
+    let mut child = redlease(&server.url())
+        .args([
+            "run",
+            "--key",
+            &key,
+            "--watchdog-timeout",
+            "300ms",
+            "--on-lost",
+            "ignore",
+        ])
+        .args(["--", "sh", "-c", &traps_term(&log, 2)])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the command to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    redis::<i64>(server, &["DEL", &key]);
+    assert_eq!(wait(&mut child, LIMIT).code(), Some(0));
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("done") && !log.contains("term"), "{log}");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("keeps running"), "{err}");
+}
+
+#[test]
+fn fixed_lease_expiry_stops_the_command() {
+    let server = RedisServer::shared();
+    let key = unique("run:lease");
+    let log = temp_dir("lease").join("log");
+    let mut child = redlease(&server.url())
+        .args([
+            "run",
+            "--key",
+            &key,
+            "--lease",
+            "500ms",
+            "--",
+            "sh",
+            "-c",
+            &traps_term(&log, 10),
+        ])
+        .spawn()
+        .unwrap();
+    assert_eq!(wait(&mut child, LIMIT).code(), Some(76));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("term"));
+}
+
+#[test]
+fn sigterm_reaches_the_command_and_the_lock_is_released() {
+    let server = RedisServer::shared();
+    let key = unique("run:signal");
+    let log = temp_dir("signal").join("log");
+    let script = format!(
+        "trap 'echo term >> {f}; kill $! 2>/dev/null; exit 3' TERM; echo started >> {f}; sleep 10 & wait $!",
+        f = log.display()
+    );
+    let mut child = redlease(&server.url())
+        .args(["run", "--key", &key, "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the command to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    redlease_testkit::signal("TERM", child.id());
+    // The command's own exit code after its trap: redlease waited for it.
+    assert_eq!(wait(&mut child, LIMIT).code(), Some(3));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("term"));
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0, "lock released");
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    let url = RedisServer::shared().url();
+    let out = output(
+        redlease(&url).args(["run", "--key", "k", "--wait", "5x", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected a duration like 250ms, 5s, 2m or 1h, but found \"5x\"")
+    );
+    let out = output(redlease(&url).args(["run", "--key", "k"]), LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("<CMD>"), "{}", stderr(&out));
+    let out = output(
+        redlease(&url).args(["run", "--key", &unique("run:nocmd"), "--", "/no/such/cmd"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+}
+
+#[test]
+fn unreachable_redis_is_reported_without_the_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://alice:hunter2secret@127.0.0.1:{port}");
+    for args in [
+        &["run", "--key", "k", "--", "true"][..],
+        &["inspect"],
+        &["unlock", "--force", "--yes", "k"],
+    ] {
+        let out = output(redlease(&url).args(args), LIMIT);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("redlease: cannot connect to redis at redis://alice:***@127.0.0.1"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2secret"), "{err}");
+    }
+}
+
+#[test]
+fn acl_user_and_password_in_the_url() {
+    let server = RedisServer::start();
+    redis::<String>(
+        &server,
+        &[
+            "ACL",
+            "SETUSER",
+            "locker",
+            "on",
+            ">s3cret-pw",
+            "~*",
+            "&*",
+            "+@all",
+        ],
+    );
+    let port = server.port();
+    let good = format!("redis://locker:s3cret-pw@127.0.0.1:{port}");
+    let out = output(
+        redlease(&good).args([
+            "run",
+            "--key",
+            "acl:k",
+            "--",
+            "sh",
+            "-c",
+            "echo $REDLEASE_FENCING_TOKEN",
+        ]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).trim().parse::<u64>().is_ok());
+    let bad = format!("redis://locker:wrong-pw@127.0.0.1:{port}");
+    let out = output(
+        redlease(&bad).args(["run", "--key", "acl:k", "--", "true"]),
+        LIMIT,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refused access") && !err.contains("wrong-pw"),
+        "{err}"
+    );
+}
+
+/// A CA, and a certificate for 127.0.0.1 signed by it, made with openssl.
+fn certificates(dir: &std::path::Path) -> (redlease_testkit::TlsFiles, std::path::PathBuf) {
+    let sh = |script: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    sh(
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=redlease-test-ca",
+    );
+    sh(
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 \
+        && printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext \
+        && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext",
+    );
+    let files = redlease_testkit::TlsFiles {
+        cert: dir.join("server.pem"),
+        key: dir.join("server.key"),
+    };
+    (files, dir.join("ca.pem"))
+}
+
+#[test]
+fn rediss_urls_work() {
+    let dir = temp_dir("tls");
+    let (files, ca) = certificates(&dir);
+    let server = RedisServer::start_with(redlease_testkit::ServerOptions {
+        tls: Some(files),
+        ..Default::default()
+    });
+    let tls_port = server.tls_port().unwrap();
+    let token = |url: &str, ca: Option<&std::path::Path>| {
+        let mut cmd = redlease(url);
+        cmd.args([
+            "run",
+            "--key",
+            "tls:k",
+            "--",
+            "sh",
+            "-c",
+            "echo $REDLEASE_FENCING_TOKEN",
+        ]);
+        if let Some(ca) = ca {
+            cmd.env("SSL_CERT_FILE", ca);
+        }
+        output(&mut cmd, LIMIT)
+    };
+    // Verified against our CA.
+    let out = token(&format!("rediss://127.0.0.1:{tls_port}"), Some(&ca));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).trim().parse::<u64>().is_ok());
+    // Not verifiable without it, unless verification is switched off.
+    let out = token(&format!("rediss://127.0.0.1:{tls_port}"), None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("certificate"), "{}", stderr(&out));
+    let out = token(&format!("rediss://127.0.0.1:{tls_port}/#insecure"), None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The lock went over TLS to the same server.
+    assert!(redis::<Option<String>>(&server, &["GET", "redisson_lock_token:{tls:k}"]).is_some());
+}

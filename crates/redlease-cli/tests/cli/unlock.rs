@@ -1,0 +1,200 @@
+//! `redlease unlock --force`: wakes waiters, asks first, removes only locks,
+//! and cleans fair queues.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::{RedisServer, output, redis, redlease, stderr, stdout, unique, wait};
+
+const LIMIT: Duration = Duration::from_secs(15);
+
+/// Plants a lock held by a Redisson-style owner for `ms`.
+fn plant(server: &RedisServer, key: &str, ms: u64) {
+    redis::<i64>(
+        server,
+        &["HSET", key, "8743c9c0-0795-4907-87fd-6c719a6cb586:12", "2"],
+    );
+    redis::<i64>(server, &["PEXPIRE", key, &ms.to_string()]);
+}
+
+/// A `redlease run` waiting for a lock held for 20 s proceeds at once when
+/// the lock is force-unlocked: the release message woke it.
+#[test]
+fn force_unlock_wakes_a_waiter() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:wake");
+    plant(server, &key, 20_000);
+    let mut waiter = redlease(&server.url())
+        .args(["run", "--key", &key, "--wait", "15s", "--", "true"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let it try once and start waiting on the channel.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        waiter.try_wait().unwrap().is_none(),
+        "the waiter gave up early"
+    );
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", &key, "--yes"]),
+        LIMIT,
+    );
+    let unlocked = Instant::now();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(&format!("removed lock {key:?}")), "{text}");
+    assert!(
+        text.contains("owner 8743c9c0-0795-4907-87fd-6c719a6cb586:12  count 2"),
+        "{text}"
+    );
+    assert!(text.contains("ttl "), "{text}");
+    assert!(
+        text.contains(&format!(
+            "published unlock on redisson_lock__channel:{{{key}}}"
+        )),
+        "{text}"
+    );
+    assert_eq!(wait(&mut waiter, LIMIT).code(), Some(0));
+    assert!(
+        unlocked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        unlocked.elapsed()
+    );
+}
+
+#[test]
+fn without_yes_and_without_a_terminal_it_refuses() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:refuse");
+    plant(server, &key, 20_000);
+    // `redlease` closes stdin (Stdio::null): no terminal, no answer.
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", &key]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("refusing to force-unlock"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("count 2"),
+        "shows what it would remove: {}",
+        stderr(&out)
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    // And --force is required.
+    let out = output(
+        redlease(&server.url()).args(["unlock", &key, "--yes"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+}
+
+#[test]
+fn keys_that_are_not_locks_are_left_alone_unless_asked() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:string");
+    redis::<String>(server, &["SET", &key, "owner-7"]);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds a string, not a lock hash"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", "--any-type", &key]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("string key, not a lock hash"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+    // Nothing left: nothing to remove.
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+}
+
+/// Gone waiters leave the fair queue and its deadlines; live ones stay.
+#[test]
+fn stale_fair_queue_entries_are_removed() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:fair");
+    let queue = format!("redisson_lock_queue:{{{key}}}");
+    let timeout = format!("redisson_lock_timeout:{{{key}}}");
+    plant(server, &key, 20_000);
+    redis::<i64>(
+        server,
+        &["RPUSH", &queue, "gone:1", "alive:2", "nodeadline:3"],
+    );
+    redis::<i64>(
+        server,
+        &[
+            "ZADD",
+            &timeout,
+            "1000",
+            "gone:1",
+            "99999999999999",
+            "alive:2",
+            "2000",
+            "zsetonly:4",
+        ],
+    );
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("removed 3 gone waiter(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        redis::<Vec<String>>(server, &["LRANGE", &queue, "0", "-1"]),
+        ["alive:2"]
+    );
+    assert_eq!(
+        redis::<Vec<String>>(server, &["ZRANGE", &timeout, "0", "-1"]),
+        ["alive:2"]
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+}
+
+/// The library call behind the command deletes only lock hashes, whatever
+/// the caller checked before (the key may change in between).
+#[tokio::test]
+async fn admin_force_unlock_leaves_other_types_alone() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:admin");
+    redis::<String>(server, &["SET", &key, "owner-7"]);
+    let client = redlease::Client::connect(&server.url()).await.unwrap();
+    let state = redlease::admin::force_unlock(&client, &key).await.unwrap();
+    assert_eq!((state.key_type.as_str(), state.removed), ("string", false));
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    let state = redlease::admin::force_unlock_any_type(&client, &key)
+        .await
+        .unwrap();
+    assert!(state.removed);
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+    // A lock hash goes, and says what it held.
+    plant(server, &key, 20_000);
+    let state = redlease::admin::force_unlock(&client, &key).await.unwrap();
+    assert!(state.removed && state.is_lock());
+    assert_eq!(state.holders[0].count(), Some(2));
+    assert!((1..=20_000).contains(&state.pttl_ms), "{}", state.pttl_ms);
+}
