@@ -23,10 +23,16 @@ use crate::{duration, url_or_default};
 /// in REDLEASE_FENCING_TOKEN (larger for every acquisition of KEY) and the
 /// key in REDLEASE_KEY. SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to
 /// CMD (only CMD itself: a shell script should `exec` its last command or
-/// pass them on). If the lock is lost while CMD runs (deleted or taken
-/// over, renewals failing, or a fixed lease running out), CMD is stopped
-/// with SIGTERM, then SIGKILL after --grace, and redlease exits with
-/// --lost-exit-code.
+/// pass them on), except a Ctrl-C, Ctrl-backslash or hangup from the terminal
+/// while in the foreground, which reaches CMD directly. If the lock is lost
+/// while CMD runs (deleted or taken over, renewals failing, or a fixed
+/// lease running out), CMD is stopped with SIGTERM, then SIGKILL after
+/// --grace, and redlease exits with --lost-exit-code; a loss found only when
+/// releasing the lock after CMD exited exits with it too. If redlease itself
+/// is killed with SIGKILL, CMD runs on and the lock expires within one
+/// watchdog timeout. A CMD that exits with 75 or 76 itself is not told
+/// apart from busy or lost: choose other codes with -E and
+/// --lost-exit-code if it may.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "example: redlease run --key reports:nightly --wait 10s -- ./nightly-report"
@@ -125,8 +131,22 @@ pub(crate) async fn main(url: Option<String>, args: RunArgs) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let (status, lost) = supervise(&mut child, &guard, &mut caught, &args).await;
-    release(&target, guard, lost.is_some()).await;
+    let (status, mut lost) = supervise(&mut child, &guard, &mut caught, &args).await;
+    if status.is_err() {
+        // Not knowing whether it still runs, make sure it does not outlive
+        // the lock.
+        let _ = child.start_kill();
+    }
+    let gone = !release(&target, guard, lost.is_some()).await;
+    if gone && lost.is_none() {
+        // Lost before the watchdog could tell (it checks every third of its
+        // timeout), while the command ran: its work was not protected.
+        lost = Some(LostReason::OwnerChanged);
+        warn(&format!(
+            "lock {:?} was lost while the command ran (found when releasing it)",
+            args.key
+        ));
+    }
     match (status, lost) {
         (_, Some(_)) if args.on_lost == OnLost::Stop => ExitCode::from(args.lost_exit_code),
         (Ok(status), _) => ExitCode::from(exit_code(status)),
@@ -181,7 +201,11 @@ async fn supervise(
     loop {
         tokio::select! {
             status = child.wait() => return (status, lost),
-            sig = caught.recv() => signals::send(child.id(), sig),
+            sig = caught.recv() => {
+                if !signals::reached_command(sig) {
+                    signals::send(child.id(), sig);
+                }
+            }
             reason = guard.lost(), if lost.is_none() => {
                 lost = Some(reason);
                 if args.on_lost == OnLost::Stop {
@@ -207,17 +231,22 @@ async fn supervise(
     }
 }
 
-/// Releases the lock after CMD; a failure is only a warning, since CMD's
-/// status is what the caller wants to see, and the lease frees the lock.
-async fn release(target: &Target, guard: LockGuard, lost: bool) {
+/// Releases the lock after CMD. Returns false when the lock was no longer
+/// ours. Any other failure is only a warning, since CMD's status is what
+/// the caller wants to see, and the lease frees the lock.
+async fn release(target: &Target, guard: LockGuard, lost: bool) -> bool {
     let key = guard.name().to_owned();
     match guard.unlock().await {
-        Ok(()) => {}
-        // Already reported as lost.
-        Err(e) if lost && e.is_not_owner() => {}
-        Err(e) => warn(&target.scrub(&format!(
-            "cannot release lock {key:?} ({e}); it expires after its lease"
-        ))),
+        Ok(()) => true,
+        Err(e) if e.is_not_owner() => false,
+        Err(e) => {
+            if !lost {
+                warn(&target.scrub(&format!(
+                    "cannot release lock {key:?} ({e}); it expires after its lease"
+                )));
+            }
+            true
+        }
     }
 }
 

@@ -37,6 +37,19 @@ impl Caught {
     }
 }
 
+/// Whether `sig` has reached the command already: SIGINT, SIGQUIT and
+/// SIGHUP come from the terminal to its whole foreground process group,
+/// which the command shares with us when we are in the foreground.
+/// Forwarding them then would deliver a second Ctrl-C, which many tools
+/// (terraform, docker) take as "quit now, skip the clean-up". SIGTERM is
+/// never sent by a terminal, so it is always forwarded.
+pub(crate) fn reached_command(sig: Signal) -> bool {
+    if !matches!(sig, Signal::SIGINT | Signal::SIGQUIT | Signal::SIGHUP) {
+        return false;
+    }
+    nix::unistd::tcgetpgrp(std::io::stdin()).is_ok_and(|fg| fg == nix::unistd::getpgrp())
+}
+
 /// Sends `sig` to process `pid`; a process that is already gone is fine.
 pub(crate) fn send(pid: Option<u32>, sig: Signal) {
     let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {

@@ -120,7 +120,7 @@ fn deleted_lock_stops_the_command() {
             "--key",
             &key,
             "--watchdog-timeout",
-            "300ms",
+            "1500ms",
             "--grace",
             "5s",
         ])
@@ -159,7 +159,7 @@ fn on_lost_ignore_lets_the_command_finish() {
             "--key",
             &key,
             "--watchdog-timeout",
-            "300ms",
+            "1500ms",
             "--on-lost",
             "ignore",
         ])
@@ -190,7 +190,7 @@ fn fixed_lease_expiry_stops_the_command() {
             "--key",
             &key,
             "--lease",
-            "500ms",
+            "2s",
             "--",
             "sh",
             "-c",
@@ -383,4 +383,72 @@ fn rediss_urls_work() {
     assert!(out.status.success(), "{}", stderr(&out));
     // The lock went over TLS to the same server.
     assert!(redis::<Option<String>>(&server, &["GET", "redisson_lock_token:{tls:k}"]).is_some());
+}
+
+/// A lock deleted behind the command, which then exits before the watchdog
+/// looks (every 10 s by default): the loss is found at release and still
+/// reported with the lost code, not the command's 0.
+#[test]
+fn loss_found_at_release_is_reported() {
+    let server = RedisServer::shared();
+    let key = unique("run:late-loss");
+    let log = temp_dir("late-loss").join("log");
+    let script = format!("echo started >> {f}; sleep 1", f = log.display());
+    let mut child = redlease(&server.url())
+        .args(["run", "--key", &key, "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the command to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    redis::<i64>(server, &["DEL", &key]);
+    assert_eq!(wait(&mut child, LIMIT).code(), Some(76));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("was lost while the command ran"), "{err}");
+}
+
+/// Ctrl-C on a terminal reaches the command once: the terminal signals the
+/// whole foreground group, so redlease must not forward a second one
+/// (which tools like terraform take as "quit without cleaning up"). Runs
+/// under `script`, which gives redlease a pseudo-terminal.
+#[test]
+fn terminal_ctrl_c_reaches_the_command_once() {
+    let server = RedisServer::shared();
+    let key = unique("run:tty");
+    let dir = temp_dir("tty");
+    let (handler, log) = (dir.join("handler.py"), dir.join("log"));
+    std::fs::write(
+        &handler,
+        "import signal, sys, time\n\
+         log = open(sys.argv[1], 'a')\n\
+         def on_int(*_):\n    log.write('INT\\n'); log.flush()\n\
+         signal.signal(signal.SIGINT, on_int)\n\
+         log.write('ready\\n'); log.flush()\n\
+         end = time.time() + 2\n\
+         while time.time() < end:\n    time.sleep(0.05)\n",
+    )
+    .unwrap();
+    let inner = format!(
+        "{bin} --url {url} run --key {key} -- python3 {h} {l}",
+        bin = env!("CARGO_BIN_EXE_redlease"),
+        url = server.url(),
+        h = handler.display(),
+        l = log.display()
+    );
+    let mut script = Command::new("script")
+        .args(["-qfec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("`script` (util-linux) runs the test under a pseudo-terminal");
+    eventually(LIMIT, "the handler to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready"))
+    });
+    // ^C typed at the terminal.
+    std::io::Write::write_all(script.stdin.as_mut().unwrap(), b"\x03").unwrap();
+    assert!(wait(&mut script, LIMIT).success());
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.matches("INT").count(), 1, "{log}");
 }
