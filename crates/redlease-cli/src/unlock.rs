@@ -62,15 +62,20 @@ pub(crate) async fn main(url: Option<String>, args: UnlockArgs) -> ExitCode {
             return fail(&refusal);
         }
     }
-    let removal = if args.any_type {
-        admin::force_unlock_any_type(&client, &args.key).await
-    } else {
-        admin::force_unlock(&client, &args.key).await
-    };
+    // Only what was shown: if the lock changed hands while the operator
+    // read it, the new holder's lock stays.
+    let removal = admin::force_unlock_if_unchanged(&client, &before, args.any_type).await;
     let removed = match removal {
         Ok(state) => state,
         Err(e) => return fail(&target.scrub(&format!("cannot unlock {:?}: {e}", args.key))),
     };
+    if removed.changed {
+        eprint!("{}", describe(&removed, "now found"));
+        return fail(&format!(
+            "{:?} changed since it was read (other owners or type); nothing removed, run again to see it",
+            args.key
+        ));
+    }
     let stale = removed.waiters.iter().filter(|w| w.stale).count();
     if !removed.removed && stale == 0 {
         // Released or expired between the look and the removal.

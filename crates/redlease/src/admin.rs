@@ -137,6 +137,10 @@ pub struct LockState {
     pub pttl_ms: i64,
     /// Returns true if and only if the key was deleted.
     pub removed: bool,
+    /// Returns true if and only if [`force_unlock_if_unchanged`] found the
+    /// key different from what it was given (another type or other owner
+    /// fields), and so changed nothing.
+    pub changed: bool,
     /// The fair queue: list entries in order, then deadline-only entries.
     pub waiters: Vec<Waiter>,
 }
@@ -187,6 +191,13 @@ pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error>
 /// queue); live waiters keep their places. The fencing counter stays, so
 /// later tokens still increase. All in one script.
 ///
+/// Stale entries are removed wherever they are in the queue. Redisson's own
+/// fair lock only drops them from the head, and its deadlines for waiters
+/// behind the head are estimates, so a live Redisson waiter far back in a
+/// long queue can be taken for gone; it then queues again at the tail when
+/// it next tries. A Redisson read-write lock's per-reader timeout keys are
+/// left to expire on their own.
+///
 /// Returns the state found before the removal: [`LockState::removed`] says
 /// whether the key was deleted. A key of another type is left alone and
 /// reported (see [`force_unlock_any_type`]). The holder, if alive, learns of
@@ -218,10 +229,42 @@ pub async fn force_unlock_any_type(client: &Client, name: &str) -> Result<LockSt
     run(client, name, Mode::Any).await
 }
 
-/// The script's reply: type, hash fields, pttl, removed, queue.
-type Reply = (String, Vec<String>, i64, i64, Vec<String>);
+/// As [`force_unlock`] (or [`force_unlock_any_type`] when `any_type`), but
+/// only if the key still is as `seen` shows it: the same type and the same
+/// owner fields (hold counts may differ). Otherwise nothing is changed and
+/// [`LockState::changed`] is true. For a removal an operator confirmed
+/// after looking at [`lock_state`]: a lock released and taken by a live
+/// holder in between is not removed.
+///
+/// # Errors
+///
+/// As [`lock_state`].
+///
+/// # Cancel safety
+///
+/// As [`force_unlock`].
+pub async fn force_unlock_if_unchanged(
+    client: &Client,
+    seen: &LockState,
+    any_type: bool,
+) -> Result<LockState, Error> {
+    let mode = if any_type { Mode::Any } else { Mode::Hash };
+    run_with(client, &seen.name, mode, Some(seen)).await
+}
+
+/// The script's reply: type, hash fields, pttl, removed, queue, changed.
+type Reply = (String, Vec<String>, i64, i64, Vec<String>, i64);
 
 async fn run(client: &Client, key: &str, mode: Mode) -> Result<LockState, Error> {
+    run_with(client, key, mode, None).await
+}
+
+async fn run_with(
+    client: &Client,
+    key: &str,
+    mode: Mode,
+    seen: Option<&LockState>,
+) -> Result<LockState, Error> {
     name::validate(key)?;
     let mut conn = client.inner.conn.clone();
     let mode = match mode {
@@ -229,14 +272,24 @@ async fn run(client: &Client, key: &str, mode: Mode) -> Result<LockState, Error>
         Mode::Hash => "hash",
         Mode::Any => "any",
     };
-    let (key_type, fields, pttl_ms, removed, queue): Reply = scripts::FORCE_UNLOCK
-        .key(key)
+    let mut call = scripts::FORCE_UNLOCK.prepare_invoke();
+    call.key(key)
         .key(name::channel(key))
         .key(name::queue_key(key))
         .key(name::timeout_key(key))
         .key(rwlock_channel(key))
         .arg(scripts::UNLOCK_MESSAGE)
-        .arg(mode)
+        .arg(mode);
+    if let Some(seen) = seen {
+        call.arg("expect").arg(&seen.key_type);
+        for holder in &seen.holders {
+            call.arg(&holder.field);
+        }
+        if seen.mode.is_some() {
+            call.arg("mode");
+        }
+    }
+    let (key_type, fields, pttl_ms, removed, queue, changed): Reply = call
         .invoke_async(&mut conn)
         .await
         .map_err(|e| Error::from(e).with_key(key))?;
@@ -265,6 +318,7 @@ async fn run(client: &Client, key: &str, mode: Mode) -> Result<LockState, Error>
         mode: lock_mode,
         pttl_ms,
         removed: removed == 1,
+        changed: changed == 1,
         waiters: waiters.collect(),
     })
 }

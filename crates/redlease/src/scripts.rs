@@ -299,8 +299,11 @@ return 1
 ///   KEYS\[5\]: Redisson's read-write lock channel, `redisson_rwlock:{name}`.
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek` to only report,
 ///   `hash` to remove the key only when it is a hash (a lock), `any` to
-///   remove it whatever its type.
-/// * Returns `{type, fields, pttl, removed, queue}` describing the
+///   remove it whatever its type; ARGV\[3\]: `expect` to change nothing
+///   unless the key still has the type ARGV\[4\] and exactly the hash
+///   fields ARGV\[5..\] (the owners an operator was shown: a lock taken
+///   over since must not be removed), or absent.
+/// * Returns `{type, fields, pttl, removed, queue, changed}` describing the
 ///   key before the call: `type` is the key's `TYPE` (`none` when absent);
 ///   `fields` is the hash as `{field, value, ...}` (empty unless a hash);
 ///   `pttl` its `PTTL`; `removed` is `1` when the key was deleted;
@@ -308,7 +311,8 @@ return 1
 ///   (list entries first, in order, then deadline-only members; `deadline`
 ///   is the zset score in ms, or `''` when missing; `stale` is `1` when the
 ///   waiter is gone by the fair prelude's rule: no deadline, or one not
-///   after the server's clock, else `0`).
+///   after the server's clock, else `0`); `changed` is `1` when ARGV\[3\]
+///   was `expect` and the key no longer matched (nothing was changed).
 /// * Unless peeking or refused (a non-hash key with `hash`): a deleted key
 ///   is announced with the unlock message on KEYS\[2\] (plain waiters), and
 ///   with `1` (Redisson's "wake every waiter") on KEYS\[5\] when the hash has
@@ -351,9 +355,18 @@ if deadlines then
         if not seen[members[i]] then note(members[i], members[i + 1]) end
     end
 end
+local changed = 0
+if ARGV[3] == 'expect' then
+    local expected = {}
+    for i = 5, #ARGV do expected[ARGV[i]] = true end
+    if kind ~= ARGV[4] or #fields / 2 ~= #ARGV - 4 then changed = 1 end
+    for i = 1, #fields, 2 do
+        if not expected[fields[i]] then changed = 1 end
+    end
+end
 local removed = 0
 local refused = kind ~= 'hash' and kind ~= 'none' and ARGV[2] ~= 'any'
-if ARGV[2] ~= 'peek' and not refused then
+if ARGV[2] ~= 'peek' and not refused and changed == 0 then
     if kind ~= 'none' then
         redis.call('del', KEYS[1])
         redis.call('publish', KEYS[2], ARGV[1])
@@ -370,7 +383,7 @@ if ARGV[2] ~= 'peek' and not refused then
     if fair then head = redis.call('lindex', KEYS[3], 0) end
     if head then redis.call('publish', KEYS[2] .. ':' .. head, ARGV[1]) end
 end
-return {kind, fields, pttl, removed, queue}
+return {kind, fields, pttl, removed, queue, changed}
 ";
 
 /// A script and the source it was built from.

@@ -198,3 +198,31 @@ async fn admin_force_unlock_leaves_other_types_alone() {
     assert_eq!(state.holders[0].count(), Some(2));
     assert!((1..=20_000).contains(&state.pttl_ms), "{}", state.pttl_ms);
 }
+
+/// A lock that changed hands between the look an operator confirmed and
+/// the removal stays with its new holder; unchanged, it is removed.
+#[tokio::test]
+async fn a_lock_taken_over_since_it_was_read_is_not_removed() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:changed");
+    redis::<i64>(server, &["HSET", &key, "old-owner:1", "1"]);
+    let client = redlease::Client::connect(&server.url()).await.unwrap();
+    let seen = redlease::admin::lock_state(&client, &key).await.unwrap();
+    // Released and taken by a live holder while the prompt was open.
+    redis::<i64>(server, &["DEL", &key]);
+    redis::<i64>(server, &["HSET", &key, "new-owner:1", "1"]);
+    let state = redlease::admin::force_unlock_if_unchanged(&client, &seen, false)
+        .await
+        .unwrap();
+    assert!(state.changed && !state.removed);
+    assert_eq!(state.holders[0].field, "new-owner:1");
+    assert_eq!(redis::<i64>(server, &["HEXISTS", &key, "new-owner:1"]), 1);
+    // Re-entered by the same owner (count 1 → 2) is the same lock.
+    let seen = redlease::admin::lock_state(&client, &key).await.unwrap();
+    redis::<i64>(server, &["HINCRBY", &key, "new-owner:1", "1"]);
+    let state = redlease::admin::force_unlock_if_unchanged(&client, &seen, false)
+        .await
+        .unwrap();
+    assert!(state.removed && !state.changed);
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+}
