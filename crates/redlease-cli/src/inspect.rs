@@ -107,7 +107,11 @@ async fn inspect(
     }
     let names = lock_names(&keys);
     let (now, raws) = read::read(conn, &names).await?;
-    let mut locks: Vec<model::Entry> = raws.into_iter().map(|raw| model::entry(raw, now)).collect();
+    let mut locks: Vec<model::Entry> = raws
+        .into_iter()
+        .filter(|raw| !vanished(raw))
+        .map(|raw| model::entry(raw, now))
+        .collect();
     // Scanning everything, most keys are the application's own data: a
     // wrong_type for each would bury the real problems.
     let before = locks.len();
@@ -148,6 +152,13 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
     names.into_iter().collect()
 }
 
+/// Whether a scanned key was gone when it was read, with no fair queue
+/// left under its name: a lock released (or expired) in between, not a
+/// lock to list.
+fn vanished(raw: &read::Raw) -> bool {
+    raw.key_type == "none" && raw.queue_len == 0 && raw.past_deadlines.is_empty()
+}
+
 /// Redisson's short-lived keys beside a lock: read-lock hold timeouts and
 /// unlock latches.
 fn is_redisson_aux(key: &str) -> bool {
@@ -160,6 +171,24 @@ fn is_redisson_aux(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_gone_since_the_scan_are_not_listed() {
+        let raw = |key_type: &str, queue_len| read::Raw {
+            name: "lock:a".to_owned(),
+            key_type: key_type.to_owned(),
+            pttl_ms: -2,
+            hash_len: 0,
+            fields: None,
+            token: None,
+            queue: Vec::new(),
+            queue_len,
+            past_deadlines: Vec::new(),
+        };
+        assert!(vanished(&raw("none", 0)));
+        assert!(!vanished(&raw("none", 1)), "a queue without its lock");
+        assert!(!vanished(&raw("hash", 0)));
+    }
 
     #[test]
     fn auxiliary_keys_attach_to_their_lock() {

@@ -210,7 +210,7 @@ fn json_has_every_field() {
 fn held_lock_has_an_age() {
     let server = RedisServer::start();
     let mut holder = redlease(&server.url())
-        .args(["run", "--key", "lock:held", "--", "sleep", "3"])
+        .args(["run", "--key", "lock:held", "--", "sleep", "30"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -226,7 +226,13 @@ fn held_lock_has_an_age() {
     assert!((300..3_000).contains(&age), "{age}");
     assert!(locks[0]["fencing_token"].as_u64().is_some());
     assert!(locks[0]["problems"].as_array().unwrap().is_empty());
-    assert!(wait(&mut holder, LIMIT).success());
+    // SIGTERM is forwarded to `sleep`, which dies of it: 128 + 15.
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &holder.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert_eq!(wait(&mut holder, LIMIT).code(), Some(143));
 }
 
 /// With a limit below the number of keys, a call stops with a cursor, and
