@@ -91,6 +91,9 @@ pub struct LockGuard {
     token: u64,
     /// The lock's metrics label, for a refused unlock.
     label: SharedString,
+    /// Whether Drop's release counts a refusal ([`metrics::UNLOCK_NOT_OWNER`]):
+    /// not when it retries an `unlock` whose reply was lost.
+    count_refusal: bool,
 }
 
 impl LockGuard {
@@ -134,6 +137,7 @@ impl LockGuard {
             armed: true,
             token,
             label,
+            count_refusal: true,
         }
     }
 
@@ -154,6 +158,7 @@ impl LockGuard {
             registration: Some(held.registration),
             armed: true,
             token: held.token,
+            count_refusal: true,
         }
     }
 
@@ -245,8 +250,11 @@ impl LockGuard {
         span.record("outcome", outcome);
         match &result {
             // Only a lost reply leaves the release undone for sure; then
-            // Drop tries once more in the background.
-            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection) => {}
+            // Drop tries once more in the background. If the first one did
+            // run, the retry finds nothing: no refusal to count then.
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection) => {
+                self.count_refusal = false;
+            }
             _ => self.armed = false,
         }
         result
@@ -341,7 +349,7 @@ impl Drop for LockGuard {
                 &self.name,
                 &self.field,
                 self.lease_ms,
-                Some(self.label.clone()),
+                self.count_refusal.then(|| self.label.clone()),
             );
         }
     }

@@ -1,8 +1,8 @@
 //! The metrics the library records, through the `metrics` crate's
 //! facade.
 //!
-//! The library installs no recorder: with none installed every call is a
-//! no-op. Install one (for example `metrics-exporter-prometheus`, as in the
+//! The library installs no recorder: with none installed a call only
+//! builds its key (a small allocation) and records nothing. Install one (for example `metrics-exporter-prometheus`, as in the
 //! crate's `prometheus` example) to collect them.
 //!
 //! Every metric carries the label [`LOCK_LABEL`], whose value is the lock

@@ -169,12 +169,12 @@ impl Shared {
         now: Instant,
         plan: impl FnOnce(Option<Instant>) -> Instant,
     ) -> Instant {
+        let mut lost = Vec::new();
         let mut state = self.lock();
         state.entries.retain(|_, e| {
             if e.deadline <= now {
-                tracing::warn!(key = %e.key, "lock lost: renewals failed until its lease could have expired");
                 e.lost.send_replace(Some(LostReason::RenewalFailed));
-                metrics::lost(&e.label, LostReason::RenewalFailed);
+                lost.push((e.key.clone(), e.label.clone()));
                 false
             } else {
                 true
@@ -182,6 +182,12 @@ impl Shared {
         });
         let wake = plan(state.entries.values().map(|e| e.deadline).min());
         state.wake_at = Some(wake);
+        drop(state);
+        // Reported after the lock is let go: acquires and unlocks take it.
+        for (key, label) in lost {
+            tracing::warn!(key = %key, "lock lost: renewals failed until its lease could have expired");
+            metrics::lost(&label, LostReason::RenewalFailed);
+        }
         wake
     }
 }
@@ -253,7 +259,9 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
             Ok(renewed) if renewed.len() == batch.len() => {
                 let now = Instant::now();
                 let mut renewals = Tally::default();
-                let entries = &mut shared.lock().entries;
+                let mut lost = Vec::new();
+                let mut state = shared.lock();
+                let entries = &mut state.entries;
                 for ((id, key, _, label), ok) in batch.iter().zip(renewed) {
                     if ok == 1 {
                         renewals.add(label);
@@ -263,19 +271,31 @@ async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
                         // the key expires within one timeout of this renewal.
                         match entries.get_mut(id) {
                             Some(e) if e.deadline <= now => {
-                                tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired");
                                 e.lost.send_replace(Some(LostReason::RenewalFailed));
-                                metrics::lost(label, LostReason::RenewalFailed);
+                                lost.push((key, label, LostReason::RenewalFailed));
                                 entries.remove(id);
                             }
                             Some(e) => e.deadline = sent_at + shared.timeout,
                             None => {}
                         }
                     } else if let Some(e) = entries.remove(id) {
-                        tracing::warn!(key = %key, "lock lost: renewal found another owner or no key");
                         e.lost.send_replace(Some(LostReason::OwnerChanged));
-                        metrics::lost(label, LostReason::OwnerChanged);
+                        lost.push((key, label, LostReason::OwnerChanged));
                     }
+                }
+                // Reported after the lock is let go: acquires and unlocks
+                // take it.
+                drop(state);
+                for (key, label, reason) in lost {
+                    match reason {
+                        LostReason::OwnerChanged => {
+                            tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
+                        }
+                        _ => {
+                            tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
+                        }
+                    }
+                    metrics::lost(label, reason);
                 }
                 renewals.record(metrics::renewals);
             }
