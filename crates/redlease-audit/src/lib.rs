@@ -110,6 +110,47 @@ pub fn audit_paths<P: AsRef<Path>>(roots: &[P]) -> Result<Audit, AuditError> {
     Ok(finish(locks, problems))
 }
 
+/// What both command lines (`redlease-audit` and `redlease audit`) do with
+/// their parsed options: audits `paths`, prints the table (or JSON) on
+/// stdout, errors on stderr after `prefix`, and returns the exit code: 0,
+/// 1 with `deny_warnings` and a warning or problem, 2 when a path could not
+/// be read.
+pub fn run_command<P: AsRef<Path>>(
+    paths: &[P],
+    json: bool,
+    deny_warnings: bool,
+    prefix: &str,
+) -> std::process::ExitCode {
+    use std::io::Write;
+    use std::process::ExitCode;
+    let audit = match audit_paths(paths) {
+        Ok(audit) => audit,
+        Err(err) => {
+            eprintln!("{prefix}: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = if json {
+        match serde_json::to_string_pretty(&audit) {
+            Ok(json) => json + "\n",
+            Err(err) => {
+                eprintln!("{prefix}: cannot write json: {err}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        render_table(&audit)
+    };
+    // A closed pipe (`| head`) is not worth a panic; the exit code still
+    // tells CI what was found.
+    let _ = std::io::stdout().lock().write_all(report.as_bytes());
+    if deny_warnings && !audit.is_clean() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// Audits one file's source text; `file` is the name to report. For
 /// editors, tests and sources that are not on disk.
 pub fn audit_source(file: &str, source: &str) -> Audit {

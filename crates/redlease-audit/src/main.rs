@@ -1,7 +1,6 @@
 //! `redlease-audit [--json] [--deny-warnings] PATH...`: lists every
 //! `#[distributed_lock]` under the given paths, with warnings for review.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -70,30 +69,5 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let audit = match redlease_audit::audit_paths(&options.paths) {
-        Ok(audit) => audit,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let report = if options.json {
-        match serde_json::to_string_pretty(&audit) {
-            Ok(json) => json + "\n",
-            Err(err) => {
-                eprintln!("error: cannot write json: {err}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        redlease_audit::render_table(&audit)
-    };
-    // A closed pipe (`| head`) is not worth a panic; the exit code still
-    // tells CI what was found.
-    let _ = std::io::stdout().lock().write_all(report.as_bytes());
-    if options.deny_warnings && !audit.is_clean() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    redlease_audit::run_command(&options.paths, options.json, options.deny_warnings, "error")
 }

@@ -1,7 +1,6 @@
 //! `redlease audit`: the declared-lock audit of `redlease-audit`, with the
 //! same output and exit codes.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,30 +29,5 @@ pub(crate) struct AuditArgs {
 }
 
 pub(crate) fn main(args: AuditArgs) -> ExitCode {
-    let audit = match redlease_audit::audit_paths(&args.paths) {
-        Ok(audit) => audit,
-        Err(err) => {
-            eprintln!("redlease: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let report = if args.json {
-        match serde_json::to_string_pretty(&audit) {
-            Ok(json) => json + "\n",
-            Err(err) => {
-                eprintln!("redlease: cannot write json: {err}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        redlease_audit::render_table(&audit)
-    };
-    // A closed pipe (`| head`) is not worth a panic; the exit code still
-    // tells CI what was found.
-    let _ = std::io::stdout().lock().write_all(report.as_bytes());
-    if args.deny_warnings && !audit.is_clean() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    redlease_audit::run_command(&args.paths, args.json, args.deny_warnings, "redlease")
 }
