@@ -7,12 +7,17 @@
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
 //! cargo run --release -p redlease-bench -- fairness [SECONDS]
+//! cargo run --release -p redlease-bench -- scale [SECONDS] [LOCKS...]
+//! cargo run --release -p redlease-bench -- roundtrips
 //! ```
 //!
 //! The output is Markdown, for `docs/BENCHMARKS.md`.
 
 mod fairness;
 mod handoff;
+mod probe;
+mod roundtrips;
+mod scale;
 mod throughput;
 
 use std::process::Command;
@@ -24,6 +29,10 @@ async fn main() {
     let all: Vec<String> = std::env::args().skip(1).collect();
     if all.first().map(String::as_str) == Some("fairness-worker") {
         fairness::worker(&all[1..]).await;
+        return;
+    }
+    if all.first().map(String::as_str) == Some("scale-worker") {
+        scale::worker(&all[1..]).await;
         return;
     }
     let mut args = all.into_iter();
@@ -56,8 +65,24 @@ async fn main() {
     if matches!(what.as_str(), "all" | "fairness") {
         fairness::run(&server, seconds.unwrap_or(10));
     }
-    if !matches!(what.as_str(), "all" | "throughput" | "handoff" | "fairness") {
-        eprintln!("unknown measurement {what:?}: expected all, throughput, handoff or fairness");
+    if matches!(what.as_str(), "all" | "scale") {
+        scale::run(&server, seconds.unwrap_or(60), &counts(&[10_000, 100_000]));
+    }
+    if matches!(what.as_str(), "all" | "roundtrips") {
+        roundtrips::run(&server, &[1, 100, 101, 1000]).await;
+    }
+    const KNOWN: [&str; 6] = [
+        "all",
+        "throughput",
+        "handoff",
+        "fairness",
+        "scale",
+        "roundtrips",
+    ];
+    if !KNOWN.contains(&what.as_str()) {
+        eprintln!(
+            "unknown measurement {what:?}: expected all, throughput, handoff, fairness, scale or roundtrips"
+        );
         std::process::exit(2);
     }
 }

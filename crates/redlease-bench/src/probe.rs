@@ -1,0 +1,138 @@
+//! What the server and this process report about themselves: Redis's
+//! `INFO commandstats` and `INFO memory`, and this process's CPU time and
+//! resident memory from `/proc` (Linux), read without `unsafe`.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+/// Commands a client sends that a script cannot run. Every other command in
+/// `INFO commandstats` was run by redlease's scripts inside Redis: redlease
+/// sends nothing but scripts, (un)subscriptions and its connection set-up.
+const SENT: [&str; 18] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "script|load",
+    "script|exists",
+    "subscribe",
+    "unsubscribe",
+    "psubscribe",
+    "punsubscribe",
+    "hello",
+    "client|setinfo",
+    "client|setname",
+    "select",
+    "auth",
+    "ping",
+    "wait",
+    "readonly",
+];
+
+/// Calls per command, from `INFO commandstats`.
+pub(crate) type Calls = BTreeMap<String, u64>;
+
+/// Calls per command since the server started, from `INFO commandstats`.
+pub(crate) fn command_calls(conn: &mut redis::Connection) -> Calls {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(conn)
+        .expect("INFO commandstats");
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| l.split_once(":calls="))
+        .filter_map(|(name, rest)| Some((name.to_owned(), rest.split(',').next()?.parse().ok()?)))
+        .collect()
+}
+
+/// The calls made between two [`command_calls`] snapshots, leaving out the
+/// `INFO` commands that took the snapshots.
+pub(crate) fn delta(before: &Calls, after: &Calls) -> Calls {
+    after
+        .iter()
+        .filter(|(name, _)| name.as_str() != "info")
+        .map(|(name, &n)| (name.clone(), n - before.get(name).copied().unwrap_or(0)))
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
+
+/// Splits calls into those a client sent and those scripts ran in Redis.
+pub(crate) fn split(calls: &Calls) -> (Calls, Calls) {
+    calls
+        .iter()
+        .map(|(k, &v)| (k.clone(), v))
+        .partition(|(name, _)| SENT.contains(&name.as_str()))
+}
+
+/// The sum of all calls.
+pub(crate) fn total(calls: &Calls) -> u64 {
+    calls.values().sum()
+}
+
+/// `name × n` per command, each count divided by `per`, for a table cell.
+pub(crate) fn breakdown(calls: &Calls, per: u64) -> String {
+    if calls.is_empty() {
+        return "none".to_owned();
+    }
+    calls
+        .iter()
+        .map(|(name, &n)| format!("{name} {}", fmt_ratio(n, per)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `n / per`, as an integer when it is one.
+pub(crate) fn fmt_ratio(n: u64, per: u64) -> String {
+    if n.is_multiple_of(per) {
+        (n / per).to_string()
+    } else {
+        format!("{:.2}", n as f64 / per as f64)
+    }
+}
+
+/// A field of `INFO <section>` as a number.
+pub(crate) fn info_field(conn: &mut redis::Connection, section: &str, field: &str) -> f64 {
+    let info: String = redis::cmd("INFO").arg(section).query(conn).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+}
+
+/// User plus system CPU time of this process so far, all threads, from
+/// `/proc/self/stat` (`utime` and `stime`, in clock ticks).
+pub(crate) fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The command name, in parentheses, may contain spaces: count fields
+    // after it. Field 3 (state) is the first, utime is 14, stime 15.
+    let rest = &stat[stat.rfind(')').expect("stat format") + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
+}
+
+/// `sysconf(_SC_CLK_TCK)`, asked of `getconf` (100 on Linux in practice).
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// A `/proc/self/status` memory field (`VmRSS`, `VmHWM`) in bytes.
+pub(crate) fn memory(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or_else(|| panic!("/proc/self/status has no {field}"))
+}

@@ -1,0 +1,331 @@
+//! The watchdog at scale: one client holds many watchdog-mode locks at once
+//! for a while; what does that cost the client and Redis, and does it lose
+//! any?
+//!
+//! Each lock count runs in a fresh process (this program re-run as
+//! `scale-worker`), so that the memory one count's locks leave behind in
+//! the allocator does not hide the next count's. The worker connects one
+//! client with the default watchdog (30 s lease, renewed every 10 s),
+//! acquires the locks with 256 `try_lock` calls in flight, holds them for
+//! the given time, then checks every guard and every key, and unlocks them
+//! all with 256 `unlock` calls in flight.
+//!
+//! * **Client CPU**: user plus system time of the worker over the hold, from
+//!   `/proc/self/stat`.
+//! * **Client memory per lock**: `VmRSS` once the locks are held minus
+//!   `VmRSS` after connecting and a warm-up lock, divided by the locks (an
+//!   upper bound: it includes memory the allocator kept from the acquire's
+//!   transient buffers), and again at the end of the hold, after renewal
+//!   rounds.
+//! * **Renewal calls**: `EVALSHA` calls in `INFO commandstats`, sampled
+//!   every 100 ms over the hold; nothing else talks to the server then, so
+//!   every one is a renewal. Bursts of calls are renewal rounds.
+//! * **Lost**: guards for which `is_lost()` is true or `lost()` has
+//!   resolved (a loss is recorded in the guard, so this covers the whole
+//!   hold), and keys whose owner field is gone or which have no expiry.
+
+use std::future::Future;
+use std::pin::pin;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Waker};
+use std::time::{Duration, Instant};
+
+use redlease_testkit::RedisServer;
+
+use crate::probe;
+use crate::roundtrips::{acquire_all, release_all};
+
+/// How often the worker samples the server's `EVALSHA` count.
+const SAMPLE: Duration = Duration::from_millis(100);
+
+/// Prints the watchdog-at-scale tables: `seconds` of holding per count.
+pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
+    let exe = std::env::current_exe().expect("own path");
+    let reports: Vec<(usize, Report)> = counts
+        .iter()
+        .map(|&n| {
+            let out = Command::new(&exe)
+                .args([
+                    "scale-worker",
+                    &server.url(),
+                    &seconds.to_string(),
+                    &n.to_string(),
+                ])
+                .stdout(Stdio::piped())
+                .output()
+                .expect("start scale worker");
+            assert!(out.status.success(), "scale worker for {n} locks failed");
+            let text = String::from_utf8_lossy(&out.stdout);
+            (n, Report::parse(&text))
+        })
+        .collect();
+
+    println!(
+        "## Watchdog at scale: locks held by one client, default watchdog (30 s lease, renewed every 10 s), {seconds} s hold\n"
+    );
+    println!(
+        "| locks | acquire (256 in flight) | client RSS per lock, held | at end of hold | client CPU over hold (user+sys) | share of one core | Redis memory per lock | release (256 in flight) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (n, r) in &reports {
+        let per = |bytes: f64| bytes / *n as f64;
+        println!(
+            "| {n} | {:.2} s ({:.0}/s) | {:.0} B | {:.0} B | {:.2} s | {:.2}% | {:.0} B | {:.2} s ({:.0}/s) |",
+            r.acquire_s,
+            *n as f64 / r.acquire_s,
+            per(r.rss_held - r.rss_base),
+            per(r.rss_end - r.rss_base),
+            r.cpu_hold_s,
+            100.0 * r.cpu_hold_s / r.hold_s,
+            per(r.redis_held - r.redis_base),
+            r.release_s,
+            *n as f64 / r.release_s,
+        );
+    }
+    println!();
+    println!(
+        "| locks | renewal rounds in hold | `EVALSHA` per round (min .. max) | expected ceil(N/100) | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
+        SAMPLE.as_millis()
+    );
+    println!("|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
+    for (n, r) in &reports {
+        let rounds = r.rounds.max(1.0);
+        println!(
+            "| {n} | {:.0} | {:.0} .. {:.0} | {} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
+            r.rounds,
+            r.round_min,
+            r.round_max,
+            n.div_ceil(100),
+            r.evalsha / r.hold_s,
+            if r.evalsha > 0.0 {
+                *n as f64 * rounds / r.evalsha
+            } else {
+                0.0
+            },
+            r.round_longest_s,
+            r.lost_flag,
+            r.lost_signal,
+            r.keys_bad,
+            r.pttl_min_ms / 1e3,
+            r.pttl_max_ms / 1e3,
+        );
+    }
+    println!();
+}
+
+/// What a worker measured, printed as `name=value` words.
+#[derive(Default)]
+struct Report {
+    acquire_s: f64,
+    hold_s: f64,
+    release_s: f64,
+    rss_base: f64,
+    rss_held: f64,
+    rss_end: f64,
+    cpu_hold_s: f64,
+    redis_base: f64,
+    redis_held: f64,
+    evalsha: f64,
+    rounds: f64,
+    round_min: f64,
+    round_max: f64,
+    round_longest_s: f64,
+    lost_flag: f64,
+    lost_signal: f64,
+    keys_bad: f64,
+    pttl_min_ms: f64,
+    pttl_max_ms: f64,
+}
+
+impl Report {
+    fn fields(&mut self) -> [(&'static str, &mut f64); 19] {
+        [
+            ("acquire_s", &mut self.acquire_s),
+            ("hold_s", &mut self.hold_s),
+            ("release_s", &mut self.release_s),
+            ("rss_base", &mut self.rss_base),
+            ("rss_held", &mut self.rss_held),
+            ("rss_end", &mut self.rss_end),
+            ("cpu_hold_s", &mut self.cpu_hold_s),
+            ("redis_base", &mut self.redis_base),
+            ("redis_held", &mut self.redis_held),
+            ("evalsha", &mut self.evalsha),
+            ("rounds", &mut self.rounds),
+            ("round_min", &mut self.round_min),
+            ("round_max", &mut self.round_max),
+            ("round_longest_s", &mut self.round_longest_s),
+            ("lost_flag", &mut self.lost_flag),
+            ("lost_signal", &mut self.lost_signal),
+            ("keys_bad", &mut self.keys_bad),
+            ("pttl_min_ms", &mut self.pttl_min_ms),
+            ("pttl_max_ms", &mut self.pttl_max_ms),
+        ]
+    }
+
+    fn print(mut self) {
+        let words: Vec<String> = self
+            .fields()
+            .into_iter()
+            .map(|(name, v)| format!("{name}={v}"))
+            .collect();
+        println!("{}", words.join(" "));
+    }
+
+    fn parse(text: &str) -> Report {
+        let mut report = Report::default();
+        for word in text.split_whitespace() {
+            let (name, value) = word.split_once('=').expect("name=value");
+            let value: f64 = value.parse().expect("number");
+            for (field, slot) in report.fields() {
+                if field == name {
+                    *slot = value;
+                }
+            }
+        }
+        report
+    }
+}
+
+/// The worker process: `scale-worker URL SECONDS LOCKS`.
+pub(crate) async fn worker(args: &[String]) {
+    let [url, seconds, n] = args else {
+        panic!("usage: scale-worker URL SECONDS LOCKS");
+    };
+    let hold = Duration::from_secs(seconds.parse().expect("seconds"));
+    let n: usize = n.parse().expect("locks");
+    let redis_client = redis::Client::open(url.as_str()).expect("url");
+    let mut stats = redis_client.get_connection().expect("connect");
+    // Load every script up front, so the first renewal meets no NOSCRIPT.
+    for (_, _, source) in redlease::lua_scripts() {
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query(&mut stats)
+            .expect("SCRIPT LOAD");
+    }
+    let client = redlease::Client::connect(url).await.expect("connect");
+    client
+        .lock("bench:scale:warmup")
+        .try_lock()
+        .await
+        .expect("warm-up lock")
+        .unlock()
+        .await
+        .expect("warm-up unlock");
+    probe::cpu_time(); // asks getconf once, before anything is measured
+    let mut r = Report::default();
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    r.rss_base = probe::memory("VmRSS") as f64;
+    r.redis_base = probe::info_field(&mut stats, "memory", "used_memory");
+    let started = Instant::now();
+    let guards = acquire_all(&client, &format!("bench:scale:{n}"), n).await;
+    r.acquire_s = started.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    r.rss_held = probe::memory("VmRSS") as f64;
+    r.redis_held = probe::info_field(&mut stats, "memory", "used_memory");
+
+    // The hold: nothing runs but the watchdog and the sampler.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        let mut conn = redis_client.get_connection().expect("connect");
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let calls = probe::command_calls(&mut conn);
+                samples.push((Instant::now(), calls.get("evalsha").copied().unwrap_or(0)));
+                std::thread::sleep(SAMPLE);
+            }
+            samples
+        })
+    };
+    let cpu_before = probe::cpu_time();
+    let started = Instant::now();
+    tokio::time::sleep(hold).await;
+    let cpu_after = probe::cpu_time();
+    r.hold_s = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler.join().expect("sampler");
+    r.cpu_hold_s = (cpu_after - cpu_before).as_secs_f64();
+    r.rss_end = probe::memory("VmRSS") as f64;
+
+    // Renewal rounds: bursts of EVALSHA calls with quiet between them.
+    let mut bursts: Vec<(u64, Duration)> = Vec::new();
+    let mut current: Option<(u64, Instant, Instant)> = None;
+    for pair in samples.windows(2) {
+        let ((t0, c0), (t1, c1)) = (pair[0], pair[1]);
+        if c1 > c0 {
+            current = Some(match current {
+                Some((calls, first, _)) => (calls + c1 - c0, first, t1),
+                None => (c1 - c0, t0, t1),
+            });
+        } else if let Some((calls, first, last)) = current.take() {
+            bursts.push((calls, last - first));
+        }
+    }
+    if let Some((calls, first, last)) = current {
+        bursts.push((calls, last - first));
+    }
+    r.evalsha = match (samples.first(), samples.last()) {
+        (Some(a), Some(b)) => (b.1 - a.1) as f64,
+        _ => 0.0,
+    };
+    r.rounds = bursts.len() as f64;
+    r.round_min = bursts.iter().map(|b| b.0).min().unwrap_or(0) as f64;
+    r.round_max = bursts.iter().map(|b| b.0).max().unwrap_or(0) as f64;
+    r.round_longest_s = bursts
+        .iter()
+        .map(|b| b.1)
+        .max()
+        .unwrap_or_default()
+        .as_secs_f64();
+
+    // Every guard and every key.
+    r.lost_flag = guards.iter().filter(|g| g.is_lost()).count() as f64;
+    // `lost()` resolves at its first poll if a loss was ever recorded; one
+    // poll each, with no timer (a zero timeout waits for a timer tick).
+    let mut cx = Context::from_waker(Waker::noop());
+    r.lost_signal = guards
+        .iter()
+        .filter(|g| pin!(g.lost()).poll(&mut cx).is_ready())
+        .count() as f64;
+    let (mut bad, mut min, mut max) = (0u64, i64::MAX, i64::MIN);
+    for chunk in guards.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for guard in chunk {
+            pipe.cmd("HEXISTS").arg(guard.name()).arg(guard.owner());
+            pipe.cmd("PTTL").arg(guard.name());
+        }
+        let replies: Vec<i64> = pipe.query(&mut stats).expect("check keys");
+        for pair in replies.chunks(2) {
+            if pair[0] != 1 || pair[1] < 0 {
+                bad += 1;
+            } else {
+                min = min.min(pair[1]);
+                max = max.max(pair[1]);
+            }
+        }
+    }
+    r.keys_bad = bad as f64;
+    r.pttl_min_ms = if min == i64::MAX { 0.0 } else { min as f64 };
+    r.pttl_max_ms = if max == i64::MIN { 0.0 } else { max as f64 };
+
+    let names: Vec<String> = guards.iter().map(|g| g.name().to_owned()).collect();
+    let started = Instant::now();
+    release_all(guards).await;
+    r.release_s = started.elapsed().as_secs_f64();
+    let mut left = 0u64;
+    for chunk in names.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for name in chunk {
+            pipe.cmd("EXISTS").arg(name);
+        }
+        let exists: Vec<u64> = pipe.query(&mut stats).expect("check keys");
+        left += exists.iter().sum::<u64>();
+    }
+    assert_eq!(left, 0, "{left} lock keys left after unlocking");
+    r.print();
+}
