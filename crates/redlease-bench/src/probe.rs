@@ -136,3 +136,28 @@ pub(crate) fn memory(field: &str) -> u64 {
         .map(|kb| kb * 1024)
         .unwrap_or_else(|| panic!("/proc/self/status has no {field}"))
 }
+
+/// Loads every script the library runs, so that no measured call meets
+/// `NOSCRIPT` (and pays a reload round trip).
+pub(crate) fn load_scripts(conn: &mut redis::Connection) {
+    for (_, _, source) in redlease::lua_scripts() {
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query(conn)
+            .expect("SCRIPT LOAD");
+    }
+}
+
+/// Takes and releases `name` once: the client's connections are up and the
+/// acquire and release scripts are loaded before anything is measured.
+pub(crate) async fn warm_up(client: &redlease::Client, name: &str) {
+    client
+        .lock(name)
+        .try_lock()
+        .await
+        .expect("warm-up lock")
+        .unlock()
+        .await
+        .expect("warm-up unlock");
+}

@@ -27,14 +27,8 @@ const ROUNDS: usize = 3;
 /// Prints the round-trip table.
 pub(crate) async fn run(server: &RedisServer, renew_counts: &[usize]) {
     let mut stats = server.connection();
-    // Load every script up front, so no measured call meets NOSCRIPT.
-    for (_, _, source) in redlease::lua_scripts() {
-        let _: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(&mut stats)
-            .expect("SCRIPT LOAD");
-    }
+    // No measured call may meet NOSCRIPT.
+    probe::load_scripts(&mut stats);
     let mut client = None;
     let connect = count(&mut stats, async {
         client = Some(
@@ -45,14 +39,7 @@ pub(crate) async fn run(server: &RedisServer, renew_counts: &[usize]) {
     })
     .await;
     let client = client.expect("connected");
-    client
-        .lock("bench:rt:warmup")
-        .try_lock()
-        .await
-        .expect("warm-up lock")
-        .unlock()
-        .await
-        .expect("warm-up unlock");
+    probe::warm_up(&client, "bench:rt:warmup").await;
 
     println!(
         "## Round trips: commands sent per operation, from `INFO commandstats` ({REPS} repetitions per row)\n"

@@ -197,23 +197,10 @@ pub(crate) async fn worker(args: &[String]) {
     let n: usize = n.parse().expect("locks");
     let redis_client = redis::Client::open(url.as_str()).expect("url");
     let mut stats = redis_client.get_connection().expect("connect");
-    // Load every script up front, so the first renewal meets no NOSCRIPT.
-    for (_, _, source) in redlease::lua_scripts() {
-        let _: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(&mut stats)
-            .expect("SCRIPT LOAD");
-    }
+    // The first renewal must meet no NOSCRIPT.
+    probe::load_scripts(&mut stats);
     let client = redlease::Client::connect(url).await.expect("connect");
-    client
-        .lock("bench:scale:warmup")
-        .try_lock()
-        .await
-        .expect("warm-up lock")
-        .unlock()
-        .await
-        .expect("warm-up unlock");
+    probe::warm_up(&client, "bench:scale:warmup").await;
     probe::cpu_time(); // asks getconf once, before anything is measured
     let mut r = Report::default();
 

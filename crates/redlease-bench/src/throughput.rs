@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use redlease_testkit::RedisServer;
 
+use crate::probe;
+
 /// Prints the throughput table: `seconds` per measurement, for each number
 /// of concurrent tasks in `tasks`.
 pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
@@ -16,14 +18,7 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
         .await
         .expect("connect");
     // Load the scripts, so redis-benchmark's EVALSHA finds them.
-    client
-        .lock("bench:warmup")
-        .try_lock()
-        .await
-        .expect("warm-up lock")
-        .unlock()
-        .await
-        .expect("warm-up unlock");
+    probe::warm_up(&client, "bench:warmup").await;
 
     println!("## Uncontended lock+unlock pairs per second ({seconds} s per measurement)\n");
     println!(
