@@ -430,14 +430,19 @@ fn terminal_ctrl_c_reaches_the_command_once() {
          while time.time() < end:\n    time.sleep(0.05)\n",
     )
     .unwrap();
+    // `exec`: `script` runs this through $SHELL, and a non-interactive
+    // shell left waiting in between (dash does not exec a lone command)
+    // would die of the Ctrl-C itself. SHELL is fixed so the test does not
+    // depend on who runs it.
     let inner = format!(
-        "{bin} --url {url} run --key {key} -- python3 {h} {l}",
+        "exec {bin} --url {url} run --key {key} -- python3 {h} {l}",
         bin = env!("CARGO_BIN_EXE_redlease"),
         url = server.url(),
         h = handler.display(),
         l = log.display()
     );
     let mut script = Command::new("script")
+        .env("SHELL", "/bin/sh")
         .args(["-qfec", &inner, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
