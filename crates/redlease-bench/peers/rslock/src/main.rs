@@ -1,0 +1,192 @@
+//! Peer driver: crates.io `rslock` driven as its users would, for the
+//! redlease benchmark comparison. One `LockManager` (one multiplexed
+//! connection) shared by N tokio tasks.
+//!
+//! Usage: `rslock-peer uncontended <redis-url> <tasks> <seconds>`
+//!    or: `rslock-peer handoff <redis-url> <workers> <seconds>`
+//! Prints one JSON line on stdout (see scripts/bench-peers for the protocol).
+
+use std::process::exit;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rslock::LockManager;
+use tokio::sync::watch;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 5 {
+        eprintln!(
+            "usage: {} uncontended|handoff <redis-url> <n> <seconds>",
+            args[0]
+        );
+        exit(2);
+    }
+    let (url, n, seconds) = (&args[2], parse::<usize>(&args[3]), parse::<f64>(&args[4]));
+    let manager = LockManager::new(vec![url.as_str()]);
+    // Connect outside the timed window: rslock connects on first use. (A GET;
+    // rslock reports no connection failure here, the lock calls will.)
+    let _ = manager
+        .query_redis_for_key_value(b"bench:rslock:warm-up")
+        .await;
+    let duration = Duration::from_secs_f64(seconds);
+    let line = match args[1].as_str() {
+        "uncontended" => uncontended(manager, n, duration).await,
+        "handoff" => handoff(manager, n, duration).await,
+        other => {
+            eprintln!("unknown mode {other}");
+            exit(2);
+        }
+    };
+    println!("{line}");
+    // Waiters still spinning in `acquire()` would keep the runtime busy on
+    // drop; leave at once.
+    exit(0);
+}
+
+fn parse<T: std::str::FromStr>(s: &str) -> T {
+    s.parse().unwrap_or_else(|_| {
+        eprintln!("bad number {s:?}");
+        exit(2)
+    })
+}
+
+/// Each task locks and unlocks a key of its own until the time is up.
+/// `lock()` is rslock's try-lock (it retries 3 times on a busy key, which
+/// never happens here).
+async fn uncontended(manager: LockManager, tasks: usize, duration: Duration) -> String {
+    let start = Instant::now();
+    let deadline = start + duration;
+    let pid = std::process::id();
+    let handles: Vec<_> = (0..tasks)
+        .map(|i| {
+            let manager = manager.clone();
+            let key = format!("bench:rslock:u:{pid}:{i}");
+            tokio::spawn(async move {
+                let (mut pairs, mut errors) = (0u64, 0u64);
+                while Instant::now() < deadline {
+                    match manager.lock(key.as_bytes(), LEASE).await {
+                        // `release()` is best effort and reports nothing, so
+                        // only failed acquires can be counted as errors.
+                        Ok(lock) => {
+                            lock.release().await;
+                            pairs += 1;
+                        }
+                        Err(e) => {
+                            eprintln!("lock: {e}");
+                            errors += 1;
+                        }
+                    }
+                }
+                (pairs, errors)
+            })
+        })
+        .collect();
+    let (mut pairs, mut errors) = (0, 0);
+    for handle in handles {
+        let (p, e) = handle.await.expect("task");
+        pairs += p;
+        errors += e;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    format!(r#"{{"pairs": {pairs}, "seconds": {elapsed:.6}, "errors": {errors}}}"#)
+}
+
+#[derive(Default)]
+struct Board {
+    /// The worker that released last, and when its release returned.
+    last_release: Option<(usize, Instant)>,
+    /// Acquisitions so far.
+    seq: u64,
+    samples: Vec<Duration>,
+    errors: u64,
+}
+
+/// Same hand-off definition as crates/redlease-bench/src/handoff.rs: one
+/// holder, `workers - 1` waiting in `acquire()` at every release, and a
+/// holder rejoins only once another worker holds the lock.
+async fn handoff(manager: LockManager, workers: usize, duration: Duration) -> String {
+    let key = format!("bench:rslock:h:{}", std::process::id());
+    let board = Arc::new(Mutex::new(Board::default()));
+    let (seq_tx, seq_rx) = watch::channel(0u64);
+    let seq_tx = Arc::new(seq_tx);
+    let start = Instant::now();
+    for me in 0..workers {
+        let (manager, key, board, seq_tx, mut seq_rx) = (
+            manager.clone(),
+            key.clone(),
+            board.clone(),
+            seq_tx.clone(),
+            seq_rx.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                // `acquire()` loops on `lock()` until it succeeds: each
+                // `lock()` tries up to 3 times, 0..200 ms apart at random,
+                // then `acquire()` calls it again at once.
+                let guard = match manager.acquire(key.as_bytes(), LEASE).await {
+                    Ok(guard) => guard,
+                    Err(e) => {
+                        eprintln!("acquire: {e}");
+                        board.lock().expect("board").errors += 1;
+                        continue;
+                    }
+                };
+                let now = Instant::now();
+                let my_seq = {
+                    let mut board = board.lock().expect("board");
+                    if let Some((previous, released)) = board.last_release.take()
+                        && previous != me
+                    {
+                        board.samples.push(now - released);
+                    }
+                    board.seq += 1;
+                    seq_tx.send_replace(board.seq);
+                    board.seq
+                };
+                // A short critical section.
+                tokio::task::yield_now().await;
+                guard.release().await;
+                let released = Instant::now();
+                {
+                    // On the multi-thread runtime the next holder may have
+                    // taken the board before we got here: then this release
+                    // is not the last one, and writing it would give the
+                    // holder after that a sample spanning a whole tenure.
+                    let mut board = board.lock().expect("board");
+                    if board.seq == my_seq {
+                        board.last_release = Some((me, released));
+                    }
+                }
+                // Rejoin only once someone else holds the lock.
+                if seq_rx.wait_for(|n| *n > my_seq).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    tokio::time::sleep(duration).await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let (acquisitions, mut samples, errors) = {
+        let mut board = board.lock().expect("board");
+        (board.seq, std::mem::take(&mut board.samples), board.errors)
+    };
+    samples.sort();
+    // Nearest rank on the sorted samples, 0th..100th percentile.
+    let quantiles: Vec<String> = if samples.is_empty() {
+        Vec::new()
+    } else {
+        (0..=100)
+            .map(|q| samples[(samples.len() - 1) * q / 100])
+            .map(|d| format!("{:.1}", d.as_secs_f64() * 1e6))
+            .collect()
+    };
+    format!(
+        r#"{{"acquisitions": {acquisitions}, "handoffs": {}, "seconds": {elapsed:.6}, "errors": {errors}, "quantiles_us": [{}]}}"#,
+        samples.len(),
+        quantiles.join(", ")
+    )
+}
