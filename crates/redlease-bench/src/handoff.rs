@@ -5,9 +5,10 @@
 //! the waiters only once another task has taken the lock, so exactly
 //! `waiters` tasks are waiting at every release. The hand-off latency is the
 //! time from one holder's `unlock()` returning to the next holder's `lock()`
-//! returning. Commands per hand-off are the commands redlease sent
-//! (`EVALSHA`, `SUBSCRIBE`, `UNSUBSCRIBE`) from `INFO commandstats`, divided by
-//! the hand-offs.
+//! returning; a hand-off whose next holder got the lock before the release
+//! returned has no such time and counts as an acquisition only. Commands
+//! per hand-off are the commands redlease sent (`EVALSHA`, `SUBSCRIBE`,
+//! `UNSUBSCRIBE`) from `INFO commandstats`, divided by the acquisitions.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,77 +24,126 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usi
     println!(
         "## Hand-off latency, `lock()` on one key, waiters over {CLIENTS} clients ({seconds} s per row)\n"
     );
-    println!("| waiters | hand-offs | p50 | p99 | max | commands per hand-off |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| waiters | hand-offs | measured from a release | p50 | p99 | max | commands per hand-off |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for &waiters in waiter_counts {
-        let r = measure(server, waiters, Duration::from_secs(seconds)).await;
+        let r = measure(server, waiters, CLIENTS, Duration::from_secs(seconds)).await;
         println!(
-            "| {waiters} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} |",
+            "| {waiters} | {} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} |",
+            r.acquisitions,
             r.handoffs,
-            ms(r.p50),
-            ms(r.p99),
-            ms(r.max),
+            ms(r.quantile(50)),
+            ms(r.quantile(99)),
+            ms(r.quantile(100)),
             r.commands_per_handoff
         );
     }
     println!();
 }
 
-struct Result {
-    handoffs: usize,
-    p50: Duration,
-    p99: Duration,
-    max: Duration,
-    commands_per_handoff: f64,
+/// What one hand-off measurement saw.
+pub(crate) struct Handoffs {
+    /// Acquisitions in all.
+    pub(crate) acquisitions: u64,
+    /// Acquisitions measured from the previous holder's release: those
+    /// made once that release had returned.
+    pub(crate) handoffs: usize,
+    /// How long the measurement ran.
+    pub(crate) seconds: f64,
+    /// The 0th to 100th percentile of the hand-off latency.
+    pub(crate) quantiles: Vec<Duration>,
+    pub(crate) commands_per_handoff: f64,
+}
+
+impl Handoffs {
+    /// The `q`th percentile (0 to 100), zero when nothing was measured.
+    pub(crate) fn quantile(&self, q: usize) -> Duration {
+        self.quantiles.get(q).copied().unwrap_or_default()
+    }
+}
+
+/// The 0th to 100th percentile of `samples`, nearest rank; empty when
+/// there are none.
+pub(crate) fn percentiles(samples: &mut [Duration]) -> Vec<Duration> {
+    samples.sort();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    (0..=100)
+        .map(|q| samples[(samples.len() - 1) * q / 100])
+        .collect()
 }
 
 #[derive(Default)]
 struct Board {
     /// The task that released last, and when its `unlock()` returned.
     last_release: Option<(usize, Instant)>,
+    /// Acquisitions so far.
+    acquisitions: u64,
     samples: Vec<Duration>,
 }
 
-async fn measure(server: &RedisServer, waiters: usize, duration: Duration) -> Result {
+/// `waiters + 1` tasks over `clients` clients hand one lock around for
+/// `duration`.
+pub(crate) async fn measure(
+    server: &RedisServer,
+    waiters: usize,
+    clients: usize,
+    duration: Duration,
+) -> Handoffs {
+    let n_clients = clients;
     let mut clients = Vec::new();
-    for _ in 0..CLIENTS {
+    for _ in 0..n_clients {
         clients.push(
             redlease::Client::connect(&server.url())
                 .await
                 .expect("connect"),
         );
     }
-    let name = format!("bench:handoff:{waiters}");
+    let name = format!("bench:handoff:{waiters}:{n_clients}");
     let board = Arc::new(Mutex::new(Board::default()));
     let (acquired_tx, acquired_rx) = watch::channel(0u64);
     let acquired_tx = Arc::new(acquired_tx);
     let commands_before = client_commands(server);
     let mut tasks = Vec::new();
     for task in 0..=waiters {
-        let lock = clients[task % CLIENTS].lock(name.clone());
+        let lock = clients[task % n_clients].lock(name.clone());
         let (board, acquired_tx, mut acquired_rx) =
             (board.clone(), acquired_tx.clone(), acquired_rx.clone());
         tasks.push(tokio::spawn(async move {
             loop {
                 let guard = lock.lock().await.expect("lock");
                 let now = Instant::now();
-                {
+                let seq = {
                     let mut board = board.lock().expect("board");
                     if let Some((previous, released)) = board.last_release.take()
                         && previous != task
                     {
                         board.samples.push(now - released);
                     }
-                }
-                let mut seq = 0;
-                acquired_tx.send_modify(|n| {
-                    *n += 1;
-                    seq = *n;
-                });
+                    board.acquisitions += 1;
+                    // Sent under the board's mutex, so the channel's value
+                    // only ever grows.
+                    acquired_tx.send_replace(board.acquisitions);
+                    board.acquisitions
+                };
                 // A short critical section.
                 tokio::task::yield_now().await;
                 guard.unlock().await.expect("unlock");
-                board.lock().expect("board").last_release = Some((task, Instant::now()));
+                let released = Instant::now();
+                {
+                    // The next holder may have acquired before our
+                    // `unlock()` returned (the unlock message can arrive
+                    // before the unlock's reply): then there is no release
+                    // time to measure from, and a stale one would make the
+                    // next sample span a whole tenure.
+                    let mut board = board.lock().expect("board");
+                    if board.acquisitions == seq {
+                        board.last_release = Some((task, released));
+                    }
+                }
                 // Rejoin only once someone else holds the lock.
                 if acquired_rx.wait_for(|n| *n > seq).await.is_err() {
                     return;
@@ -101,7 +151,9 @@ async fn measure(server: &RedisServer, waiters: usize, duration: Duration) -> Re
             }
         }));
     }
+    let start = Instant::now();
     tokio::time::sleep(duration).await;
+    let seconds = start.elapsed().as_secs_f64();
     let commands = client_commands(server) - commands_before;
     for task in &tasks {
         task.abort();
@@ -109,20 +161,20 @@ async fn measure(server: &RedisServer, waiters: usize, duration: Duration) -> Re
     for task in tasks {
         let _ = task.await;
     }
-    let mut samples = std::mem::take(&mut board.lock().expect("board").samples);
-    samples.sort();
-    let handoffs = samples.len().max(1);
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
-    Result {
+    let (mut samples, acquisitions) = {
+        let mut board = board.lock().expect("board");
+        (std::mem::take(&mut board.samples), board.acquisitions)
+    };
+    Handoffs {
+        acquisitions,
         handoffs: samples.len(),
-        p50: at(0.50),
-        p99: at(0.99),
-        max: at(1.0),
-        commands_per_handoff: commands as f64 / handoffs as f64,
+        seconds,
+        quantiles: percentiles(&mut samples),
+        commands_per_handoff: commands as f64 / acquisitions.max(1) as f64,
     }
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

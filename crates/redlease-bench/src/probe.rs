@@ -100,6 +100,12 @@ pub(crate) fn info_field(conn: &mut redis::Connection, section: &str, field: &st
         .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
 }
 
+/// The server's user plus system CPU time so far, in seconds, from `INFO
+/// cpu`.
+pub(crate) fn server_cpu(conn: &mut redis::Connection) -> f64 {
+    info_field(conn, "cpu", "used_cpu_user") + info_field(conn, "cpu", "used_cpu_sys")
+}
+
 /// User plus system CPU time of this process so far, all threads, from
 /// `/proc/self/stat` (`utime` and `stime`, in clock ticks).
 pub(crate) fn cpu_time() -> Duration {

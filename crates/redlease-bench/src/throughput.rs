@@ -26,8 +26,8 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
     );
     println!("|---:|---|---:|---:|---:|---:|---:|");
     for &n in tasks {
-        let conns = reference_pairs_per_sec(server, n, 1, duration);
-        let pipelined = reference_pairs_per_sec(server, 1, n, duration);
+        let conns = reference(server, n, 1, duration).pairs();
+        let pipelined = reference(server, 1, n, duration).pairs();
         for (mode, lease) in [
             ("watchdog", None),
             ("fixed lease", Some(Duration::from_secs(30))),
@@ -45,7 +45,7 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
 
 /// Lock+unlock pairs per second with `tasks` tasks on one client, each on
 /// its own key.
-async fn redlease_pairs_per_sec(
+pub(crate) async fn redlease_pairs_per_sec(
     client: &redlease::Client,
     tasks: usize,
     duration: Duration,
@@ -77,14 +77,31 @@ async fn redlease_pairs_per_sec(
     pairs.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }
 
-/// The pair rate `redis-benchmark` reaches for the acquire and release
-/// scripts with `conns` connections of `pipeline` requests in flight each.
-fn reference_pairs_per_sec(
+/// What `redis-benchmark` reaches for redlease's acquire and release
+/// scripts, replayed with `EVALSHA`: the limit a client library on this
+/// machine could approach.
+pub(crate) struct Reference {
+    /// Acquire scripts per second.
+    pub(crate) acquire: f64,
+    /// Release scripts per second.
+    pub(crate) release: f64,
+}
+
+impl Reference {
+    /// Lock+unlock pairs per second: one acquire and one release each.
+    pub(crate) fn pairs(&self) -> f64 {
+        1.0 / (1.0 / self.acquire + 1.0 / self.release)
+    }
+}
+
+/// Runs both scripts with `conns` connections of `pipeline` requests in
+/// flight each, for about `duration` in all.
+pub(crate) fn reference(
     server: &RedisServer,
     conns: usize,
     pipeline: usize,
     duration: Duration,
-) -> f64 {
+) -> Reference {
     let scripts = redlease::lua_scripts();
     let sha = |name: &str| {
         scripts
@@ -123,7 +140,10 @@ fn reference_pairs_per_sec(
         "30000",
         field,
     ]);
-    1.0 / (1.0 / acquire_rate + 1.0 / release_rate)
+    Reference {
+        acquire: acquire_rate,
+        release: release_rate,
+    }
 }
 
 /// Runs `redis-benchmark` and returns its requests per second.
@@ -158,4 +178,27 @@ fn run_redis_benchmark(
         .and_then(|l| l.split(',').nth(1))
         .and_then(|v| v.trim_matches('"').parse().ok())
         .unwrap_or_else(|| panic!("unexpected redis-benchmark output: {stdout}"))
+}
+
+/// `pairs-worker URL PAIRS`: connects, warms up, then takes and releases
+/// one lock `PAIRS` times in a row and exits. For instruction counts under
+/// `valgrind --tool=callgrind`: the difference between two runs with
+/// different `PAIRS`, divided by the difference, is the client's cost of one
+/// pair without the set-up.
+pub(crate) async fn pairs_worker(args: &[String]) {
+    let (Some(url), Some(Ok(pairs))) = (args.first(), args.get(1).map(|p| p.parse::<u64>())) else {
+        eprintln!("usage: redlease-bench pairs-worker URL PAIRS");
+        std::process::exit(2);
+    };
+    let client = redlease::Client::connect(url).await.expect("connect");
+    probe::warm_up(&client, "bench:pairs:warmup").await;
+    let lock = client.lock("bench:pairs");
+    for _ in 0..pairs {
+        lock.try_lock()
+            .await
+            .expect("uncontended lock")
+            .unlock()
+            .await
+            .expect("unlock");
+    }
 }

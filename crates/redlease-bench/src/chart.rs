@@ -1,0 +1,163 @@
+//! The comparison chart, a PNG drawn with `plotters`: pairs per second by
+//! concurrency on the left, the hand-off latency distribution on the right.
+//! Both axes that span orders of magnitude are logarithmic, since the
+//! polling peers are a thousand times slower to hand off than pub/sub.
+
+use std::path::Path;
+
+use plotters::coord::combinators::IntoLogRange;
+use plotters::prelude::*;
+
+/// One line of the chart.
+pub(crate) struct Series {
+    pub(crate) name: String,
+    /// (x, y) in the panel's units.
+    pub(crate) points: Vec<(f64, f64)>,
+    /// Drawn dashed: a reference, not a library.
+    pub(crate) dashed: bool,
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+/// Draws `pairs` (x: tasks, y: pairs/s) and `latencies` (x: ms, y:
+/// percentile) side by side into `path`.
+pub(crate) fn draw(
+    path: &Path,
+    pairs: &[Series],
+    latencies: &[Series],
+    workers: usize,
+) -> Result<(), Failure> {
+    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(700);
+    draw_pairs(&left, pairs)?;
+    draw_latencies(&right, latencies, workers)?;
+    root.present()?;
+    Ok(())
+}
+
+/// `12000` as `12k`, for an axis.
+fn thousands(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn color(i: usize) -> RGBColor {
+    // redlease's two modes first, in the strongest colours.
+    const COLORS: [RGBColor; 7] = [
+        RGBColor(200, 30, 30),
+        RGBColor(240, 130, 40),
+        RGBColor(30, 90, 200),
+        RGBColor(40, 160, 60),
+        RGBColor(140, 60, 170),
+        RGBColor(100, 100, 100),
+        RGBColor(0, 0, 0),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+/// The range of the points' `axis` coordinate, widened to whole powers of
+/// ten for a log scale.
+fn log_range(series: &[Series], axis: fn(&(f64, f64)) -> f64) -> std::ops::Range<f64> {
+    let values = series.iter().flat_map(|s| s.points.iter().map(axis));
+    let (lo, hi) = values
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        return 1.0..10.0;
+    }
+    10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil())
+}
+
+fn draw_pairs(
+    area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    series: &[Series],
+) -> Result<(), Failure> {
+    let x = log_range(series, |p| p.0);
+    let y = log_range(series, |p| p.1);
+    let mut chart = ChartBuilder::on(area)
+        .caption("uncontended lock+unlock pairs/s", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x.log_scale(), y.log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("concurrent tasks on one client")
+        .y_desc("pairs per second")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| thousands(*v))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        // References in black, libraries in colour.
+        let c = if s.dashed { BLACK } else { color(i) };
+        let style = ShapeStyle::from(&c).stroke_width(2);
+        if s.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))?
+                .label(&s.name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+        } else {
+            chart
+                .draw_series(LineSeries::new(s.points.clone(), style))?
+                .label(&s.name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    Ok(())
+}
+
+fn draw_latencies(
+    area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    series: &[Series],
+    workers: usize,
+) -> Result<(), Failure> {
+    let x = log_range(series, |p| p.0);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("hand-off latency, {workers} workers on one key"),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x.log_scale(), 0f64..100f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("release to next acquire, ms")
+        .y_desc("percentile")
+        .x_label_formatter(&|v| format!("{v}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        // The same colour as the library's line on the left; redlease has
+        // one line here for its two modes.
+        let c = color(if i == 0 { 0 } else { i + 1 });
+        let style = ShapeStyle::from(&c).stroke_width(2);
+        chart
+            .draw_series(LineSeries::new(s.points.clone(), style))?
+            .label(&s.name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    Ok(())
+}
