@@ -5,8 +5,8 @@
 //! the waiters only once another task has taken the lock, so exactly
 //! `waiters` tasks are waiting at every release. The hand-off latency is the
 //! time from one holder's `unlock()` returning to the next holder's `lock()`
-//! returning; a hand-off whose next holder got the lock before the release
-//! returned has no such time and counts as an acquisition only. Commands
+//! returning, or zero when the next holder got the lock before the release
+//! returned (the unlock message can overtake the unlock's reply). Commands
 //! per hand-off are the commands redlease sent (`EVALSHA`, `SUBSCRIBE`,
 //! `UNSUBSCRIBE`) from `INFO commandstats`, divided by the acquisitions.
 
@@ -47,8 +47,7 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usi
 pub(crate) struct Handoffs {
     /// Acquisitions in all.
     pub(crate) acquisitions: u64,
-    /// Acquisitions measured from the previous holder's release: those
-    /// made once that release had returned.
+    /// Hand-off latencies measured: one per acquisition but the first.
     pub(crate) handoffs: usize,
     /// How long the measurement ran.
     pub(crate) seconds: f64,
@@ -64,8 +63,8 @@ impl Handoffs {
     }
 }
 
-/// The 0th to 100th percentile of `samples`, nearest rank; empty when
-/// there are none.
+/// The 0th to 100th percentile of `samples`, the sample at index
+/// `(len - 1) * q / 100` of the sorted list; empty when there are none.
 pub(crate) fn percentiles(samples: &mut [Duration]) -> Vec<Duration> {
     samples.sort();
     if samples.is_empty() {
@@ -85,15 +84,14 @@ struct Board {
     samples: Vec<Duration>,
 }
 
-/// `waiters + 1` tasks over `clients` clients hand one lock around for
+/// `waiters + 1` tasks over `n_clients` clients hand one lock around for
 /// `duration`.
 pub(crate) async fn measure(
     server: &RedisServer,
     waiters: usize,
-    clients: usize,
+    n_clients: usize,
     duration: Duration,
 ) -> Handoffs {
-    let n_clients = clients;
     let mut clients = Vec::new();
     for _ in 0..n_clients {
         clients.push(
@@ -107,6 +105,7 @@ pub(crate) async fn measure(
     let (acquired_tx, acquired_rx) = watch::channel(0u64);
     let acquired_tx = Arc::new(acquired_tx);
     let commands_before = client_commands(server);
+    let start = Instant::now();
     let mut tasks = Vec::new();
     for task in 0..=waiters {
         let lock = clients[task % n_clients].lock(name.clone());
@@ -115,9 +114,11 @@ pub(crate) async fn measure(
         tasks.push(tokio::spawn(async move {
             loop {
                 let guard = lock.lock().await.expect("lock");
-                let now = Instant::now();
                 let seq = {
                     let mut board = board.lock().expect("board");
+                    // Both clocks are read under the board's mutex, so a
+                    // release recorded before this acquire is also earlier.
+                    let now = Instant::now();
                     if let Some((previous, released)) = board.last_release.take()
                         && previous != task
                     {
@@ -132,16 +133,17 @@ pub(crate) async fn measure(
                 // A short critical section.
                 tokio::task::yield_now().await;
                 guard.unlock().await.expect("unlock");
-                let released = Instant::now();
                 {
-                    // The next holder may have acquired before our
-                    // `unlock()` returned (the unlock message can arrive
-                    // before the unlock's reply): then there is no release
-                    // time to measure from, and a stale one would make the
-                    // next sample span a whole tenure.
                     let mut board = board.lock().expect("board");
                     if board.acquisitions == seq {
-                        board.last_release = Some((task, released));
+                        board.last_release = Some((task, Instant::now()));
+                    } else {
+                        // The next holder acquired before our `unlock()`
+                        // returned (the unlock message can arrive before
+                        // the unlock's reply): a hand-off in no time.
+                        // Recording our release instead would make the
+                        // next sample span a whole tenure.
+                        board.samples.push(Duration::ZERO);
                     }
                 }
                 // Rejoin only once someone else holds the lock.
@@ -151,9 +153,16 @@ pub(crate) async fn measure(
             }
         }));
     }
-    let start = Instant::now();
-    tokio::time::sleep(duration).await;
-    let seconds = start.elapsed().as_secs_f64();
+    tokio::time::sleep_until((start + duration).into()).await;
+    let (seconds, mut samples, acquisitions) = {
+        let mut board = board.lock().expect("board");
+        let seconds = start.elapsed().as_secs_f64();
+        (
+            seconds,
+            std::mem::take(&mut board.samples),
+            board.acquisitions,
+        )
+    };
     let commands = client_commands(server) - commands_before;
     for task in &tasks {
         task.abort();
@@ -161,10 +170,6 @@ pub(crate) async fn measure(
     for task in tasks {
         let _ = task.await;
     }
-    let (mut samples, acquisitions) = {
-        let mut board = board.lock().expect("board");
-        (std::mem::take(&mut board.samples), board.acquisitions)
-    };
     Handoffs {
         acquisitions,
         handoffs: samples.len(),

@@ -113,7 +113,12 @@ impl Peer {
             .as_array()
             .ok_or("no \"quantiles_us\" in the driver's output")?
             .iter()
-            .map(|q| q.as_f64().map(|us| Duration::from_secs_f64(us / 1e6)))
+            // Clamped at zero: a driver's clocks cannot go backwards, but a
+            // bad line must not stop the run.
+            .map(|q| {
+                q.as_f64()
+                    .map(|us| Duration::from_secs_f64((us / 1e6).max(0.0)))
+            })
             .collect::<Option<Vec<_>>>()
             .ok_or("a quantile that is not a number")?;
         Ok(Handoffs {

@@ -40,7 +40,8 @@ function finish(result) {
   process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0));
 }
 
-// 0th..100th percentile by nearest rank on the sorted samples (ns), in µs.
+// The 0th..100th percentile of the samples (ns) in µs: the sample at index
+// (len - 1) * q / 100 of the sorted list.
 function quantilesUs(samples) {
   const s = [...samples].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   if (s.length === 0) return [];
@@ -119,10 +120,11 @@ async function handoff(client, workers) {
         console.error(`unlock: ${e}`);
         errors++;
       }
-      // The next holder may have resumed before us: then this release is
-      // not the last one (a stale one would give the holder after that a
-      // sample spanning a whole tenure).
+      // The next holder may have resumed before us: a hand-off in no time.
+      // Recording this release instead would give the holder after that a
+      // sample spanning a whole tenure.
       if (seq === mySeq) lastRelease = [me, nowNs()];
+      else samples.push(0n);
       // Rejoin only once someone else holds the lock.
       while (seq <= mySeq) await acquired.promise;
     }

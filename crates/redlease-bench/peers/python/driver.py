@@ -25,6 +25,7 @@ worker holds the lock, so every acquisition is a hand-off.
 import asyncio
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -37,7 +38,8 @@ LEASE = 30  # seconds
 
 
 def quantiles_us(samples):
-    """0th..100th percentile by nearest rank on the sorted list, in µs."""
+    """0th..100th percentile, the sample at index (len - 1) * q // 100 of
+    the sorted list, in µs."""
     s = sorted(samples)
     if not s:
         return []
@@ -102,6 +104,10 @@ async def redis_py_handoff(url, workers, seconds):
 
     async def worker(me):
         lock = r.lock(name, timeout=LEASE)
+        # Started at random moments within one polling period, as users'
+        # tasks would be: started together, the 0.1 s polls of all 64 stay
+        # in step and each hand-off waits a whole period.
+        await asyncio.sleep(random.uniform(0, 0.1))
         while True:
             try:
                 await lock.acquire()  # polls SET NX every 0.1 s until acquired
@@ -124,11 +130,13 @@ async def redis_py_handoff(url, workers, seconds):
             except Exception as e:  # noqa: BLE001
                 print(f"release: {e!r}", file=sys.stderr)
                 st["errors"] += 1
-            # The next holder may have resumed before us: then this release
-            # is not the last one (a stale one would give the holder after
-            # that a sample spanning a whole tenure).
+            # The next holder may have resumed before us: a hand-off in no
+            # time. Recording this release instead would give the holder
+            # after that a sample spanning a whole tenure.
             if st["seq"] == my_seq:
                 st["last_release"] = (me, time.perf_counter())
+            else:
+                st["samples"].append(0.0)
             # Rejoin only once someone else holds the lock.
             async with acquired:
                 await acquired.wait_for(lambda: st["seq"] > my_seq)
@@ -210,8 +218,10 @@ def prl_handoff(url, workers, seconds):
                 with cond:
                     st["errors"] += 1
                 continue
-            now = time.perf_counter()
             with cond:
+                # Both clocks are read under `cond`, so a release recorded
+                # before this acquisition is also earlier.
+                now = time.perf_counter()
                 last = st["last_release"]
                 if last is not None and last[0] != me:
                     st["samples"].append(now - last[1])
@@ -219,19 +229,20 @@ def prl_handoff(url, workers, seconds):
                 st["seq"] += 1
                 my_seq = st["seq"]
                 cond.notify_all()
-            # The critical section: nothing (threads have no cheap yield).
+            time.sleep(0)  # a short critical section: give up the GIL once
             try:
                 lock.release()
             except Exception as e:  # noqa: BLE001
                 print(f"release: {e!r}", file=sys.stderr)
                 with cond:
                     st["errors"] += 1
-            released = time.perf_counter()
             with cond:
-                # The next holder may have run before us (the GIL): then this
-                # release is not the last one, see redis_py_handoff.
+                # The next holder may have run before us (the GIL): a
+                # hand-off in no time, see redis_py_handoff.
                 if st["seq"] == my_seq:
-                    st["last_release"] = (me, released)
+                    st["last_release"] = (me, time.perf_counter())
+                else:
+                    st["samples"].append(0.0)
                 # Rejoin only once someone else holds the lock.
                 cond.wait_for(lambda: st["seq"] > my_seq)
 

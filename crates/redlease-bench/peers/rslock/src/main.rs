@@ -135,9 +135,11 @@ async fn handoff(manager: LockManager, workers: usize, duration: Duration) -> St
                         continue;
                     }
                 };
-                let now = Instant::now();
                 let my_seq = {
                     let mut board = board.lock().expect("board");
+                    // Both clocks are read under the board's mutex, so a
+                    // release recorded before this acquisition is earlier.
+                    let now = Instant::now();
                     if let Some((previous, released)) = board.last_release.take()
                         && previous != me
                     {
@@ -150,15 +152,16 @@ async fn handoff(manager: LockManager, workers: usize, duration: Duration) -> St
                 // A short critical section.
                 tokio::task::yield_now().await;
                 guard.release().await;
-                let released = Instant::now();
                 {
                     // On the multi-thread runtime the next holder may have
-                    // taken the board before we got here: then this release
-                    // is not the last one, and writing it would give the
+                    // taken the board before we got here: a hand-off in no
+                    // time. Recording this release instead would give the
                     // holder after that a sample spanning a whole tenure.
                     let mut board = board.lock().expect("board");
                     if board.seq == my_seq {
-                        board.last_release = Some((me, released));
+                        board.last_release = Some((me, Instant::now()));
+                    } else {
+                        board.samples.push(Duration::ZERO);
                     }
                 }
                 // Rejoin only once someone else holds the lock.
@@ -175,7 +178,8 @@ async fn handoff(manager: LockManager, workers: usize, duration: Duration) -> St
         (board.seq, std::mem::take(&mut board.samples), board.errors)
     };
     samples.sort();
-    // Nearest rank on the sorted samples, 0th..100th percentile.
+    // The 0th..100th percentile: the sample at index (len - 1) * q / 100 of
+    // the sorted list.
     let quantiles: Vec<String> = if samples.is_empty() {
         Vec::new()
     } else {
