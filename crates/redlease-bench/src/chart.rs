@@ -13,8 +13,9 @@ pub(crate) struct Series {
     pub(crate) name: String,
     /// (x, y) in the panel's units.
     pub(crate) points: Vec<(f64, f64)>,
-    /// Drawn dashed: a reference, not a library.
-    pub(crate) dashed: bool,
+    /// The library's colour; `None` for a reference, drawn dashed in
+    /// black.
+    pub(crate) color: Option<usize>,
 }
 
 type Failure = Box<dyn std::error::Error>;
@@ -92,11 +93,10 @@ fn draw_pairs(
         .y_label_formatter(&|v| thousands(*v))
         .label_style(("sans-serif", 15))
         .draw()?;
-    for (i, s) in series.iter().enumerate() {
-        // References in black, libraries in colour.
-        let c = if s.dashed { BLACK } else { color(i) };
+    for s in series {
+        let c = s.color.map_or(BLACK, color);
         let style = ShapeStyle::from(&c).stroke_width(2);
-        if s.dashed {
+        if s.color.is_none() {
             chart
                 .draw_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))?
                 .label(&s.name)
@@ -142,10 +142,8 @@ fn draw_latencies(
         .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style(("sans-serif", 15))
         .draw()?;
-    for (i, s) in series.iter().enumerate() {
-        // The same colour as the library's line on the left; redlease has
-        // one line here for its two modes.
-        let c = color(if i == 0 { 0 } else { i + 1 });
+    for s in series {
+        let c = s.color.map_or(BLACK, color);
         let style = ShapeStyle::from(&c).stroke_width(2);
         chart
             .draw_series(LineSeries::new(s.points.clone(), style))?

@@ -35,6 +35,8 @@ pub(crate) struct Plan<'a> {
 /// One library's pairs per second at each concurrency of the plan.
 struct Row {
     name: String,
+    /// redlease, not a peer.
+    ours: bool,
     rates: Vec<Result<peer::Pairs, String>>,
 }
 
@@ -71,10 +73,10 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
         let mut rates = Vec::new();
         for &n in plan.tasks {
             let cpu = probe::server_cpu(&mut stats);
-            let per_sec = throughput::redlease_pairs_per_sec(&client, n, duration, lease).await;
+            let (count, seconds) = throughput::redlease_pairs(&client, n, duration, lease).await;
             let pairs = peer::Pairs {
-                per_sec,
-                seconds: plan.seconds as f64,
+                per_sec: count as f64 / seconds,
+                seconds,
                 errors: 0,
                 server_us: f64::NAN,
             };
@@ -82,6 +84,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
         }
         rows.push(Row {
             name: name.to_owned(),
+            ours: true,
             rates,
         });
     }
@@ -90,13 +93,16 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
             .tasks
             .iter()
             .map(|&n| {
+                // The server's CPU time here also covers the driver's
+                // start and connect, a few milliseconds of its seconds.
                 let cpu = probe::server_cpu(&mut stats);
-                let pairs = peer.uncontended(&url, n, plan.seconds)?;
+                let pairs = blocking(|| peer.uncontended(&url, n, plan.seconds))?;
                 Ok(per_pair(pairs, probe::server_cpu(&mut stats) - cpu))
             })
             .collect();
         rows.push(Row {
             name: peer.name.clone(),
+            ours: false,
             rates,
         });
     }
@@ -110,7 +116,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     for peer in &peers {
         handoffs.push((
             peer.name.clone(),
-            peer.handoff(&url, WORKERS, plan.handoff_seconds),
+            blocking(|| peer.handoff(&url, WORKERS, plan.handoff_seconds)),
         ));
     }
     print_handoffs(&handoffs, plan.handoff_seconds);
@@ -119,6 +125,12 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     if let Some(dir) = plan.chart_dir {
         draw(dir, plan, &rows, &limits, &handoffs);
     }
+}
+
+/// Runs a peer's driver, which blocks this thread for seconds, without
+/// holding up the runtime's other tasks (the client's connection).
+fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    tokio::task::block_in_place(run).map_err(|why| why.replace('|', "/"))
 }
 
 /// `pairs` with the server's CPU time per pair, from `cpu` seconds in all.
@@ -229,11 +241,12 @@ fn print_targets(
     let n = plan.tasks[last];
     let rate = |row: &Row| row.rates[last].as_ref().ok().map(|p| p.per_sec);
     let limit = limits[last].1.pairs();
-    let best_peer = rows[2..]
+    let best_peer = rows
         .iter()
+        .filter(|r| !r.ours)
         .filter_map(|r| Some((rate(r)?, &r.name)))
         .max_by(|a, b| a.0.total_cmp(&b.0));
-    for row in &rows[..2] {
+    for row in rows.iter().filter(|r| r.ours) {
         let Some(ours) = rate(row) else { continue };
         let share = ours / limit;
         println!(
@@ -273,9 +286,12 @@ fn draw(
     limits: &[(Reference, Reference)],
     handoffs: &[(String, Result<Handoffs, String>)],
 ) {
+    // Colours by library: redlease's modes 0 and 1, peer i at 2 + i, the
+    // same on both sides; the reference in black.
     let mut pairs: Vec<Series> = rows
         .iter()
-        .map(|row| Series {
+        .enumerate()
+        .map(|(i, row)| Series {
             name: row.name.clone(),
             points: plan
                 .tasks
@@ -283,7 +299,7 @@ fn draw(
                 .zip(&row.rates)
                 .filter_map(|(&n, r)| Some((n as f64, r.as_ref().ok()?.per_sec)))
                 .collect(),
-            dashed: false,
+            color: Some(i),
         })
         .collect();
     pairs.push(Series {
@@ -294,21 +310,24 @@ fn draw(
             .zip(limits)
             .map(|(&n, l)| (n as f64, l.1.pairs()))
             .collect(),
-        dashed: true,
+        color: None,
     });
     let latencies: Vec<Series> = handoffs
         .iter()
-        .filter_map(|(name, h)| {
+        .enumerate()
+        .filter_map(|(i, (name, h))| {
             let h = h.as_ref().ok()?;
             Some(Series {
                 name: name.clone(),
+                // A log axis has no zero: hand-offs in no time are drawn
+                // at 1 µs.
                 points: h
                     .quantiles
                     .iter()
                     .enumerate()
                     .map(|(q, d)| (ms(*d).max(1e-3), q as f64))
                     .collect(),
-                dashed: false,
+                color: Some(if i == 0 { 0 } else { i + 1 }),
             })
         })
         .collect();

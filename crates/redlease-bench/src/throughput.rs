@@ -32,7 +32,8 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
             ("watchdog", None),
             ("fixed lease", Some(Duration::from_secs(30))),
         ] {
-            let ours = redlease_pairs_per_sec(&client, n, duration, lease).await;
+            let (pairs, seconds) = redlease_pairs(&client, n, duration, lease).await;
+            let ours = pairs as f64 / seconds;
             println!(
                 "| {n} | {mode} | {ours:.0} | {conns:.0} | {:.2} | {pipelined:.0} | {:.2} |",
                 ours / conns,
@@ -43,16 +44,17 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, tasks: &[usize]) {
     println!();
 }
 
-/// Lock+unlock pairs per second with `tasks` tasks on one client, each on
-/// its own key.
-pub(crate) async fn redlease_pairs_per_sec(
+/// Lock+unlock pairs with `tasks` tasks on one client, each on its own key:
+/// how many, in how many seconds.
+pub(crate) async fn redlease_pairs(
     client: &redlease::Client,
     tasks: usize,
     duration: Duration,
     lease: Option<Duration>,
-) -> f64 {
+) -> (u64, f64) {
     let stop = Arc::new(AtomicBool::new(false));
     let pairs = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
         let mut lock = client.lock(format!("bench:redlease:{t}"));
@@ -68,13 +70,13 @@ pub(crate) async fn redlease_pairs_per_sec(
             }
         }));
     }
-    let start = Instant::now();
-    tokio::time::sleep(duration).await;
+    tokio::time::sleep_until((start + duration).into()).await;
     stop.store(true, Ordering::Relaxed);
     for h in handles {
         h.await.expect("bench task");
     }
-    pairs.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+    // The pairs finishing after the stop are counted, and so is their time.
+    (pairs.load(Ordering::Relaxed), start.elapsed().as_secs_f64())
 }
 
 /// What `redis-benchmark` reaches for redlease's acquire and release
@@ -95,7 +97,11 @@ impl Reference {
 }
 
 /// Runs both scripts with `conns` connections of `pipeline` requests in
-/// flight each, for about `duration` in all.
+/// flight each, for about `duration` in all, each on the path a real
+/// lock+unlock pair takes: the acquire on a key nobody holds, the release
+/// of a key its owner holds once (so it deletes and publishes). The
+/// database is emptied before and after, so no expiring keys are left to
+/// cost a later measurement.
 pub(crate) fn reference(
     server: &RedisServer,
     conns: usize,
@@ -112,15 +118,17 @@ pub(crate) fn reference(
     };
     let (acquire, release) = (sha("acquire"), sha("release"));
     let field = "00000000-0000-0000-0000-000000000000:1";
-    // A first run measures the rate; the real run is sized to last about
-    // `duration`.
-    let calibrate = |args: &[&str]| {
-        let quick = run_redis_benchmark(server, conns, pipeline, 20_000, args);
-        let requests = (quick * duration.as_secs_f64() / 2.0).max(20_000.0) as u64;
-        run_redis_benchmark(server, conns, pipeline, requests, args)
+    let mut conn = server.connection();
+    let flush = |conn: &mut redis::Connection| {
+        let _: () = redis::cmd("FLUSHDB").query(conn).expect("FLUSHDB");
     };
     let key = "bench:reference:__rand_int__";
-    let acquire_rate = calibrate(&[
+
+    // Acquires on random keys out of 10^9: hardly one finds its key held.
+    // A first run measures the rate; the real one is sized to last about
+    // half of `duration`.
+    flush(&mut conn);
+    let acquire_args = [
         "EVALSHA",
         acquire,
         "2",
@@ -129,22 +137,56 @@ pub(crate) fn reference(
         "30000",
         field,
         "86400000",
-    ]);
-    let release_rate = calibrate(&[
-        "EVALSHA",
-        release,
-        "2",
-        key,
-        "redisson_lock__channel:{bench}",
-        "0",
-        "30000",
-        field,
-    ]);
+    ];
+    let fresh = 1_000_000_000;
+    let quick = run_redis_benchmark(server, conns, pipeline, 20_000, fresh, &acquire_args);
+    let requests = (quick * duration.as_secs_f64() / 2.0).max(20_000.0) as u64;
+    let acquire_rate = run_redis_benchmark(server, conns, pipeline, requests, fresh, &acquire_args);
+
+    // Releases of random keys out of four times as many held ones as
+    // requests (at most 100,000, the release being the faster script): 88%
+    // find their key held, the rest find it released already and cost less.
+    flush(&mut conn);
+    let requests = requests.min(100_000);
+    let held = 4 * requests;
+    let _: () = redis::cmd("EVAL")
+        .arg(SEED)
+        .arg(0)
+        .arg(held)
+        .arg(field)
+        .query(&mut conn)
+        .expect("seed held locks");
+    let release_rate = run_redis_benchmark(
+        server,
+        conns,
+        pipeline,
+        requests,
+        held,
+        &[
+            "EVALSHA",
+            release,
+            "2",
+            key,
+            "redisson_lock__channel:{bench}",
+            "0",
+            "30000",
+            field,
+        ],
+    );
+    flush(&mut conn);
     Reference {
         acquire: acquire_rate,
         release: release_rate,
     }
 }
+
+/// Holds `bench:reference:<i>` for `i` in `0..ARGV[1]`, as `redis-benchmark`
+/// writes `__rand_int__` (12 digits), once each by owner field ARGV\[2\].
+const SEED: &str = "for i = 0, tonumber(ARGV[1]) - 1 do \
+    local key = string.format('bench:reference:%012d', i) \
+    redis.call('hset', key, ARGV[2], 1) \
+    redis.call('pexpire', key, 30000) \
+end";
 
 /// Runs `redis-benchmark` and returns its requests per second.
 fn run_redis_benchmark(
@@ -152,6 +194,7 @@ fn run_redis_benchmark(
     conns: usize,
     pipeline: usize,
     requests: u64,
+    keyspace: u64,
     command: &[&str],
 ) -> f64 {
     let out = Command::new("redis-benchmark")
@@ -164,7 +207,7 @@ fn run_redis_benchmark(
             "-n",
             &requests.to_string(),
             "-r",
-            "100000",
+            &keyspace.to_string(),
             "--csv",
         ])
         .args(command)
