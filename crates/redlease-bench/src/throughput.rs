@@ -213,6 +213,13 @@ fn run_redis_benchmark(
         .args(command)
         .output()
         .expect("redis-benchmark is on PATH (Debian package redis-tools)");
+    // An error reply is fast and would count as a request served: a run
+    // that saw any is no measurement.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("rror"),
+        "redis-benchmark {command:?} got errors: {stderr}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     // CSV: a header line, then "name","rps",...
     stdout
