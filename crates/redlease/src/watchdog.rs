@@ -2,7 +2,8 @@
 //!
 //! Every `timeout / 3` the task renews all registered locks in batches of
 //! [`BATCH`] keys per `EVALSHA` of [`scripts::RENEW`], which checks the owner
-//! field and re-`PEXPIRE`s in one step. Rules:
+//! field and re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls
+//! pipelined on the connection. Rules:
 //!
 //! * A lock the script reports as not ours (key gone, or another owner) is
 //!   dropped from the registry and its guard is told
@@ -27,6 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
@@ -39,6 +42,13 @@ use crate::scripts;
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
+
+/// Renewal calls of one round sent before the first reply is awaited. One
+/// at a time, a round of 100,000 locks (1,000 calls) took 0.5 to 1.3 s on
+/// loopback, mostly waiting on round trips; pipelined, Redis runs the calls
+/// back to back. Each call is short (100 keys), so other clients' commands
+/// still run between them.
+const IN_FLIGHT: usize = 8;
 
 /// The signal a guard waits on in [`LockGuard::lost`](crate::LockGuard::lost).
 pub(crate) type LostSender = Arc<watch::Sender<Option<LostReason>>>;
@@ -228,94 +238,110 @@ async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Re
     }
 }
 
-/// Renews every registered lock once; returns false if any batch failed.
-async fn renew_all(shared: Arc<Shared>, mut conn: ConnectionManager) -> bool {
+/// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
+/// returns false if any batch failed.
+async fn renew_all(shared: Arc<Shared>, conn: ConnectionManager) -> bool {
     let ids: Vec<u64> = shared.lock().entries.keys().copied().collect();
+    let mut chunks = ids.chunks(BATCH);
+    let mut in_flight = FuturesUnordered::new();
     let mut all_ok = true;
-    for chunk in ids.chunks(BATCH) {
-        // Read the entries just before sending: a lock deregistered while an
-        // earlier batch was in flight must not be renewed again.
-        let batch: Vec<(u64, Arc<str>, Arc<str>, SharedString)> = {
-            let entries = &shared.lock().entries;
-            chunk
-                .iter()
-                .filter_map(|id| {
-                    entries
-                        .get(id)
-                        .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
-                })
-                .collect()
-        };
-        if batch.is_empty() {
-            continue;
+    loop {
+        while in_flight.len() < IN_FLIGHT {
+            let Some(chunk) = chunks.next() else { break };
+            in_flight.push(renew_batch(&shared, conn.clone(), chunk));
         }
-        let mut call = scripts::RENEW.prepare_invoke();
-        call.arg(shared.timeout_ms);
-        for (_, key, field, _) in &batch {
-            call.key(&**key).arg(&**field);
-        }
-        let sent_at = Instant::now();
-        match call.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(renewed) if renewed.len() == batch.len() => {
-                let now = Instant::now();
-                let mut renewals = Tally::default();
-                let mut lost = Vec::new();
-                let mut state = shared.lock();
-                let entries = &mut state.entries;
-                for ((id, key, _, label), ok) in batch.iter().zip(renewed) {
-                    if ok == 1 {
-                        renewals.add(label);
-                        // A lock whose deadline passed while this call was in
-                        // flight stays lost, whether or not it was reported
-                        // yet (`is_lost()` may have answered true already):
-                        // the key expires within one timeout of this renewal.
-                        match entries.get_mut(id) {
-                            Some(e) if e.deadline <= now => {
-                                e.lost.send_replace(Some(LostReason::RenewalFailed));
-                                lost.push((key, label, LostReason::RenewalFailed));
-                                entries.remove(id);
-                            }
-                            Some(e) => e.deadline = sent_at + shared.timeout,
-                            None => {}
-                        }
-                    } else if let Some(e) = entries.remove(id) {
-                        e.lost.send_replace(Some(LostReason::OwnerChanged));
-                        lost.push((key, label, LostReason::OwnerChanged));
-                    }
-                }
-                // Reported after the lock is let go: acquires and unlocks
-                // take it.
-                drop(state);
-                for (key, label, reason) in lost {
-                    match reason {
-                        LostReason::OwnerChanged => {
-                            tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
-                        }
-                        _ => {
-                            tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
-                        }
-                    }
-                    metrics::lost(label, reason);
-                }
-                renewals.record(metrics::renewals);
-            }
-            Ok(renewed) => {
-                tracing::error!(
-                    expected = batch.len(),
-                    found = renewed.len(),
-                    "renewal script returned the wrong number of results"
-                );
-                failed(&batch);
-                all_ok = false;
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
-                failed(&batch);
-                all_ok = false;
-            }
+        match in_flight.next().await {
+            Some(ok) => all_ok &= ok,
+            None => return all_ok,
         }
     }
-    all_ok
+}
+
+/// Renews the locks of `chunk` still registered, in one call; returns false
+/// if the call failed.
+async fn renew_batch(shared: &Shared, mut conn: ConnectionManager, chunk: &[u64]) -> bool {
+    // Read the entries just before sending: a lock deregistered while an
+    // earlier batch was in flight must not be renewed again.
+    let batch: Vec<(u64, Arc<str>, Arc<str>, SharedString)> = {
+        let entries = &shared.lock().entries;
+        chunk
+            .iter()
+            .filter_map(|id| {
+                entries
+                    .get(id)
+                    .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
+            })
+            .collect()
+    };
+    if batch.is_empty() {
+        return true;
+    }
+    let mut call = scripts::RENEW.prepare_invoke();
+    call.arg(shared.timeout_ms);
+    for (_, key, field, _) in &batch {
+        call.key(&**key).arg(&**field);
+    }
+    let sent_at = Instant::now();
+    match call.invoke_async::<Vec<i64>>(&mut conn).await {
+        Ok(renewed) if renewed.len() == batch.len() => {
+            let now = Instant::now();
+            let mut renewals = Tally::default();
+            let mut lost = Vec::new();
+            let mut state = shared.lock();
+            let entries = &mut state.entries;
+            for ((id, key, _, label), ok) in batch.iter().zip(renewed) {
+                if ok == 1 {
+                    renewals.add(label);
+                    // A lock whose deadline passed while this call was in
+                    // flight stays lost, whether or not it was reported
+                    // yet (`is_lost()` may have answered true already):
+                    // the key expires within one timeout of this renewal.
+                    match entries.get_mut(id) {
+                        Some(e) if e.deadline <= now => {
+                            e.lost.send_replace(Some(LostReason::RenewalFailed));
+                            lost.push((key, label, LostReason::RenewalFailed));
+                            entries.remove(id);
+                        }
+                        Some(e) => e.deadline = sent_at + shared.timeout,
+                        None => {}
+                    }
+                } else if let Some(e) = entries.remove(id) {
+                    e.lost.send_replace(Some(LostReason::OwnerChanged));
+                    lost.push((key, label, LostReason::OwnerChanged));
+                }
+            }
+            // Reported after the lock is let go: acquires and unlocks
+            // take it.
+            drop(state);
+            for (key, label, reason) in lost {
+                match reason {
+                    LostReason::OwnerChanged => {
+                        tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
+                    }
+                    _ => {
+                        tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
+                    }
+                }
+                metrics::lost(label, reason);
+            }
+            renewals.record(metrics::renewals);
+            true
+        }
+        Ok(renewed) => {
+            tracing::error!(
+                expected = batch.len(),
+                found = renewed.len(),
+                "renewal script returned the wrong number of results"
+            );
+            failed(&batch);
+            false
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
+            failed(&batch);
+            false
+        }
+    }
 }
 
 /// Counts a failed renewal of every lock in `batch`.

@@ -161,6 +161,49 @@ async fn watchdog_renews_many_locks_in_batches() {
     }
 }
 
+/// A round's batches go out together; each batch's replies reach exactly
+/// its own guards: keys deleted in different batches are reported lost,
+/// and no other lock is.
+#[tokio::test]
+async fn losses_are_reported_per_lock_across_concurrent_batches() {
+    const LOCKS: usize = 1_000;
+    let server = RedisServer::shared();
+    let c = client_with_watchdog(server, Duration::from_millis(1500)).await;
+    let name = unique("batches-lost");
+    let mut guards = Vec::new();
+    for i in 0..LOCKS {
+        guards.push(c.lock(format!("{name}:{i}")).try_lock().await.unwrap());
+    }
+    // Spread over the registry, so over several of the ten batches.
+    let deleted = [3, 250, 499, 777, 998];
+    let mut conn = server.connection();
+    for &i in &deleted {
+        redis::cmd("DEL")
+            .arg(guards[i].name())
+            .exec(&mut conn)
+            .unwrap();
+    }
+    for &i in &deleted {
+        let reason = tokio::time::timeout(Duration::from_secs(3), guards[i].lost())
+            .await
+            .unwrap();
+        assert_eq!(reason, LostReason::OwnerChanged);
+    }
+    // Longer than the lease: every other key is still there only if it
+    // was renewed.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(c.renewing(), LOCKS - deleted.len());
+    for (i, g) in guards.iter().enumerate() {
+        assert_eq!(g.is_lost(), deleted.contains(&i), "lock {i}");
+        if !deleted.contains(&i) {
+            assert!(pttl(server, g.name()) > 0, "{} not renewed", g.name());
+        }
+    }
+    for g in guards {
+        let _ = g.unlock().await;
+    }
+}
+
 /// Deleting the key behind the holder's back fires `lost()` with
 /// `OwnerChanged` within about one renewal period.
 #[tokio::test]
