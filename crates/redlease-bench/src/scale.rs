@@ -86,12 +86,11 @@ pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
     }
     println!();
     println!(
-        "| locks | renewal rounds in hold | `EVALSHA` per round (min .. max) | expected ceil(N/100) | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
+        "| locks | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected ceil(N/100) | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
         SAMPLE.as_millis()
     );
     println!("|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
     for (n, r) in &reports {
-        let rounds = r.rounds.max(1.0);
         println!(
             "| {n} | {:.0} | {:.0} .. {:.0} | {} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
             r.rounds,
@@ -99,8 +98,8 @@ pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
             r.round_max,
             n.div_ceil(100),
             r.evalsha / r.hold_s,
-            if r.evalsha > 0.0 {
-                *n as f64 * rounds / r.evalsha
+            if r.round_calls > 0.0 {
+                *n as f64 * r.rounds / r.round_calls
             } else {
                 0.0
             },
@@ -128,7 +127,11 @@ struct Report {
     redis_base: f64,
     redis_held: f64,
     evalsha: f64,
+    /// Complete rounds: a burst cut by the start or the end of the hold is
+    /// left out of these, and of `round_*`.
     rounds: f64,
+    /// `EVALSHA` calls in the complete rounds.
+    round_calls: f64,
     round_min: f64,
     round_max: f64,
     round_longest_s: f64,
@@ -140,7 +143,7 @@ struct Report {
 }
 
 impl Report {
-    fn fields(&mut self) -> [(&'static str, &mut f64); 19] {
+    fn fields(&mut self) -> [(&'static str, &mut f64); 20] {
         [
             ("acquire_s", &mut self.acquire_s),
             ("hold_s", &mut self.hold_s),
@@ -153,6 +156,7 @@ impl Report {
             ("redis_held", &mut self.redis_held),
             ("evalsha", &mut self.evalsha),
             ("rounds", &mut self.rounds),
+            ("round_calls", &mut self.round_calls),
             ("round_min", &mut self.round_min),
             ("round_max", &mut self.round_max),
             ("round_longest_s", &mut self.round_longest_s),
@@ -239,28 +243,31 @@ pub(crate) async fn worker(args: &[String]) {
     r.cpu_hold_s = (cpu_after - cpu_before).as_secs_f64();
     r.rss_end = probe::memory("VmRSS") as f64;
 
-    // Renewal rounds: bursts of EVALSHA calls with quiet between them.
+    // Renewal rounds: bursts of EVALSHA calls with quiet between them. A
+    // burst seen in the first interval may have begun before the hold, and
+    // one still going at the last sample is cut by its end: neither is a
+    // whole round.
     let mut bursts: Vec<(u64, Duration)> = Vec::new();
-    let mut current: Option<(u64, Instant, Instant)> = None;
-    for pair in samples.windows(2) {
+    let mut current: Option<(u64, Instant, Instant, bool)> = None;
+    for (i, pair) in samples.windows(2).enumerate() {
         let ((t0, c0), (t1, c1)) = (pair[0], pair[1]);
         if c1 > c0 {
             current = Some(match current {
-                Some((calls, first, _)) => (calls + c1 - c0, first, t1),
-                None => (c1 - c0, t0, t1),
+                Some((calls, first, _, whole)) => (calls + c1 - c0, first, t1, whole),
+                None => (c1 - c0, t0, t1, i > 0),
             });
-        } else if let Some((calls, first, last)) = current.take() {
+        } else if let Some((calls, first, last, whole)) = current.take()
+            && whole
+        {
             bursts.push((calls, last - first));
         }
-    }
-    if let Some((calls, first, last)) = current {
-        bursts.push((calls, last - first));
     }
     r.evalsha = match (samples.first(), samples.last()) {
         (Some(a), Some(b)) => (b.1 - a.1) as f64,
         _ => 0.0,
     };
     r.rounds = bursts.len() as f64;
+    r.round_calls = bursts.iter().map(|b| b.0).sum::<u64>() as f64;
     r.round_min = bursts.iter().map(|b| b.0).min().unwrap_or(0) as f64;
     r.round_max = bursts.iter().map(|b| b.0).max().unwrap_or(0) as f64;
     r.round_longest_s = bursts
