@@ -43,11 +43,13 @@ use crate::scripts;
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
 
-/// Renewal calls of one round sent before the first reply is awaited. One
-/// at a time, a round of 100,000 locks (1,000 calls) took 0.5 to 1.3 s on
-/// loopback, mostly waiting on round trips; pipelined, Redis runs the calls
-/// back to back. Each call is short (100 keys), so other clients' commands
-/// still run between them.
+/// Renewal calls of one round outstanding at once: a new one is sent as
+/// each reply arrives. One at a time, a round of 100,000 locks (1,000 calls)
+/// took 0.5 to 1.3 s on loopback, mostly waiting on round trips; pipelined,
+/// Redis runs the calls back to back. Each call is short (100 keys), so
+/// other clients' commands still run between them; this client's own
+/// acquires and unlocks share the connection and, during a round, queue
+/// behind at most this many renewals.
 const IN_FLIGHT: usize = 8;
 
 /// The signal a guard waits on in [`LockGuard::lost`](crate::LockGuard::lost).
@@ -243,14 +245,14 @@ async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Re
 async fn renew_all(shared: Arc<Shared>, conn: ConnectionManager) -> bool {
     let ids: Vec<u64> = shared.lock().entries.keys().copied().collect();
     let mut chunks = ids.chunks(BATCH);
-    let mut in_flight = FuturesUnordered::new();
+    let mut batches = FuturesUnordered::new();
     let mut all_ok = true;
     loop {
-        while in_flight.len() < IN_FLIGHT {
+        while batches.len() < IN_FLIGHT {
             let Some(chunk) = chunks.next() else { break };
-            in_flight.push(renew_batch(&shared, conn.clone(), chunk));
+            batches.push(renew_batch(&shared, conn.clone(), chunk));
         }
-        match in_flight.next().await {
+        match batches.next().await {
             Some(ok) => all_ok &= ok,
             None => return all_ok,
         }
@@ -260,8 +262,8 @@ async fn renew_all(shared: Arc<Shared>, conn: ConnectionManager) -> bool {
 /// Renews the locks of `chunk` still registered, in one call; returns false
 /// if the call failed.
 async fn renew_batch(shared: &Shared, mut conn: ConnectionManager, chunk: &[u64]) -> bool {
-    // Read the entries just before sending: a lock deregistered while an
-    // earlier batch was in flight must not be renewed again.
+    // Read the entries just before sending: a lock deregistered while
+    // earlier batches were in flight must not be renewed again.
     let batch: Vec<(u64, Arc<str>, Arc<str>, SharedString)> = {
         let entries = &shared.lock().entries;
         chunk
