@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use redlease_testkit::RedisServer;
 use tokio::sync::watch;
 
+use crate::probe;
+
 /// Clients the waiters are spread over, as several processes would be.
 pub(crate) const CLIENTS: usize = 4;
 
@@ -188,14 +190,6 @@ pub(crate) fn ms(d: Duration) -> f64 {
 /// `INFO commandstats`.
 pub(crate) fn client_commands(server: &RedisServer) -> u64 {
     const SENT: [&str; 5] = ["evalsha", "eval", "script|load", "subscribe", "unsubscribe"];
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.connection())
-        .expect("INFO commandstats");
-    info.lines()
-        .filter_map(|l| l.strip_prefix("cmdstat_"))
-        .filter_map(|l| l.split_once(":calls="))
-        .filter(|(name, _)| SENT.contains(name))
-        .filter_map(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
-        .sum()
+    let calls = probe::command_calls(&mut server.connection());
+    SENT.iter().filter_map(|name| calls.get(*name)).sum()
 }

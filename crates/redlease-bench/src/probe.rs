@@ -94,16 +94,22 @@ pub(crate) fn fmt_ratio(n: u64, per: u64) -> String {
 /// A field of `INFO <section>` as a number.
 pub(crate) fn info_field(conn: &mut redis::Connection, section: &str, field: &str) -> f64 {
     let info: String = redis::cmd("INFO").arg(section).query(conn).expect("INFO");
+    parse_field(&info, section, field)
+}
+
+/// `field` in the text of `INFO <section>`.
+fn parse_field(info: &str, section: &str, field: &str) -> f64 {
     info.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
 }
 
-/// The server's user plus system CPU time so far, in seconds, from `INFO
-/// cpu`.
+/// The server's user plus system CPU time so far, in seconds, from one
+/// `INFO cpu`.
 pub(crate) fn server_cpu(conn: &mut redis::Connection) -> f64 {
-    info_field(conn, "cpu", "used_cpu_user") + info_field(conn, "cpu", "used_cpu_sys")
+    let info: String = redis::cmd("INFO").arg("cpu").query(conn).expect("INFO");
+    parse_field(&info, "cpu", "used_cpu_user") + parse_field(&info, "cpu", "used_cpu_sys")
 }
 
 /// User plus system CPU time of this process so far, all threads, from
