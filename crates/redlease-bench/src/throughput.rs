@@ -108,15 +108,6 @@ pub(crate) fn reference(
     pipeline: usize,
     duration: Duration,
 ) -> Reference {
-    let scripts = redlease::lua_scripts();
-    let sha = |name: &str| {
-        scripts
-            .iter()
-            .find(|s| s.0 == name)
-            .map(|s| s.1)
-            .expect("script listed")
-    };
-    let (acquire, release) = (sha("acquire"), sha("release"));
     let field = "00000000-0000-0000-0000-000000000000:1";
     let mut conn = server.connection();
     let flush = |conn: &mut redis::Connection| {
@@ -128,16 +119,9 @@ pub(crate) fn reference(
     // A first run measures the rate; the real one is sized to last about
     // half of `duration`.
     flush(&mut conn);
-    let acquire_args = [
-        "EVALSHA",
-        acquire,
-        "2",
-        key,
-        "redisson_lock_token:{bench:reference:__rand_int__}",
-        "30000",
-        field,
-        "86400000",
-    ];
+    // The calls redlease itself makes, packed by its own builders;
+    // redis-benchmark replaces `__rand_int__` in every argument.
+    let acquire_args = command(&redlease::scripts::acquire(key, 30_000, field, 86_400_000));
     let fresh = 1_000_000_000;
     let quick = run_redis_benchmark(server, conns, pipeline, 20_000, fresh, &acquire_args);
     let requests = (quick * duration.as_secs_f64() / 2.0).max(20_000.0) as u64;
@@ -162,22 +146,21 @@ pub(crate) fn reference(
         pipeline,
         requests,
         held,
-        &[
-            "EVALSHA",
-            release,
-            "2",
-            key,
-            "redisson_lock__channel:{bench}",
-            "0",
-            "30000",
-            field,
-        ],
+        &command(&redlease::scripts::release(key, 30_000, field)),
     );
     flush(&mut conn);
     Reference {
         acquire: acquire_rate,
         release: release_rate,
     }
+}
+
+/// A script call as `redis-benchmark` arguments.
+fn command(call: &redlease::scripts::ScriptCall) -> Vec<String> {
+    call.evalsha_args()
+        .into_iter()
+        .map(|arg| String::from_utf8(arg).expect("redlease packs text"))
+        .collect()
 }
 
 /// Holds `bench:reference:<i>` for `i` in `0..ARGV[1]`, as `redis-benchmark`
@@ -195,7 +178,7 @@ fn run_redis_benchmark(
     pipeline: usize,
     requests: u64,
     keyspace: u64,
-    command: &[&str],
+    command: &[String],
 ) -> f64 {
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])

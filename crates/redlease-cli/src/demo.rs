@@ -203,7 +203,7 @@ async fn interrupted() -> String {
 /// within about two seconds.
 async fn remove_keys(target: &Target, shop: &Shop) {
     // The library's fencing counter for the demo's lock.
-    let token_key = redlease::admin::token_key(&shop.lock_name);
+    let token_key = redlease::layout::token_key(&shop.lock_name);
     let keys = [shop.stock_key.as_str(), shop.lock_name.as_str(), &token_key];
     // Unreachable: the error that ended the run already said so, and
     // nothing can be removed anyway.

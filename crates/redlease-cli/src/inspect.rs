@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use redis::aio::MultiplexedConnection;
-use redlease::admin::{self, Derived};
+use redlease::layout::{self, Derived};
 
 use crate::connect::{Target, fail};
 use crate::url_or_default;
@@ -135,7 +135,7 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
     let mut names = BTreeSet::new();
     let mut queued = Vec::new();
     for key in keys {
-        match admin::derived_from(key) {
+        match layout::derived_from(key) {
             Some((Derived::Token, _)) => {}
             Some((_, candidates)) => queued.push(candidates),
             None if is_redisson_aux(key) => {}

@@ -4,7 +4,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use redlease::admin::{self, LockState};
+use redlease::admin;
+use redlease::layout::{self, LockState};
 
 use crate::connect::{Target, fail};
 use crate::{duration, url_or_default};
@@ -135,7 +136,7 @@ fn describe(state: &LockState, verb: &str) -> String {
     if state.removed {
         out.push_str(&format!(
             "published unlock on {}\n",
-            admin::channel(&state.name)
+            layout::channel(&state.name)
         ));
     }
     for waiter in &state.waiters {

@@ -1,16 +1,18 @@
-//! The client: one multiplexed connection, one client id, one watchdog.
+//! The client: options, owner ids, and the parts every lock of the client
+//! shares (its connection, its watchdog, its subscriptions), behind narrow
+//! methods. No protocol code: that is in the lock modules.
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::IntoConnectionInfo;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-use crate::guard::Kind;
-use crate::pubsub::Subscriptions;
+use crate::connection::{self, Connection, Timeouts};
+use crate::kind::Kind;
+use crate::pubsub::{Subscription, Subscriptions};
+use crate::replicas::Replicas;
 use crate::watchdog::Watchdog;
 use crate::{Error, Lock, name};
 
@@ -36,60 +38,79 @@ const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 /// client; use the client on that runtime.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) conn: ConnectionManager,
+struct Inner {
+    /// Renewals, releases, re-entries and subscriptions go out here.
+    conn: Connection,
     /// Random per client, like Redisson's client UUID: owner fields are
     /// `<id>:<n>`, so two processes never mistake each other's holds.
     id: String,
-    /// A new `n` for every acquisition: reentrancy is opt-in (a later
-    /// feature), so by default two acquisitions in one process exclude each
-    /// other exactly as two processes do.
+    /// A new `n` for every acquisition: re-entry is opt-in (an owner scope),
+    /// so by default two acquisitions in one process exclude each other
+    /// exactly as two processes do.
     next_owner: AtomicU64,
-    pub(crate) watchdog_timeout: Duration,
+    watchdog_timeout: Duration,
     /// Time to live of fencing counters, refreshed by every acquisition.
-    pub(crate) fencing_ttl_ms: u64,
-    pub(crate) watchdog: Watchdog,
+    fencing_ttl_ms: u64,
+    watchdog: Watchdog,
     /// Set by [`ClientBuilder::require_replicas`].
-    pub(crate) replicas: Option<Replicas>,
+    replicas: Option<Replicas>,
     /// Release-channel subscriptions shared by this client's waiters.
-    pub(crate) subscriptions: Subscriptions,
+    subscriptions: Subscriptions,
     /// Dropped with the last clone of the client, which stops the watchdog
     /// task at once instead of at its next tick.
     _stop_watchdog: oneshot::Sender<()>,
 }
 
-/// How many replicas must acknowledge an acquire, and the connection the
-/// acquires and their `WAIT`s go through.
-pub(crate) struct Replicas {
-    pub(crate) count: u32,
-    pub(crate) wait: Duration,
-    /// Separate from the main connection because `WAIT` blocks the
-    /// connection it runs on: on the main one, a replica that stops
-    /// answering would hold up renewals and releases behind each `WAIT`, and
-    /// then locks would be lost. `WAIT` counts acknowledgements of the
-    /// writes made on its own connection, so the acquire script runs here too.
-    pub(crate) conn: ConnectionManager,
-}
-
-impl Inner {
-    /// The connection acquires go out on, and with them everything that must
-    /// reach Redis after an acquire: the withdrawal of a cancelled one.
-    pub(crate) fn acquire_conn(&self) -> &ConnectionManager {
-        self.replicas.as_ref().map_or(&self.conn, |r| &r.conn)
+/// What the lock modules use of a client.
+impl Client {
+    /// The connection for everything but acquires.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.inner.conn
     }
 
-    pub(crate) fn new_owner_field(&self) -> String {
-        let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
-        // Pushed rather than `format!`ted, as in `name`: once per acquire.
-        let mut field = String::with_capacity(self.id.len() + 21);
-        field.push_str(&self.id);
+    /// The connection acquires go out on, and with them everything that must
+    /// reach Redis after an acquire: the withdrawal of a cancelled one.
+    pub(crate) fn acquire_conn(&self) -> &Connection {
+        self.inner
+            .replicas
+            .as_ref()
+            .map_or(&self.inner.conn, Replicas::conn)
+    }
+
+    /// The replicas every acquire must reach, if the client requires some.
+    pub(crate) fn replicas(&self) -> Option<&Replicas> {
+        self.inner.replicas.as_ref()
+    }
+
+    /// A new owner field, `<client-id>:<n>`, unique to one acquisition.
+    pub(crate) fn new_owner_field(&self) -> Arc<str> {
+        let n = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
+        // Pushed rather than `format!`ted, as in `layout`: once per acquire.
+        let mut field = String::with_capacity(self.inner.id.len() + 21);
+        field.push_str(&self.inner.id);
         field.push(':');
         // Writing to a String cannot fail.
         let _ = fmt::Write::write_fmt(&mut field, format_args!("{n}"));
-        field
+        field.into()
+    }
+
+    /// Time to live of fencing counters, in milliseconds.
+    pub(crate) fn fencing_ttl_ms(&self) -> u64 {
+        self.inner.fencing_ttl_ms
+    }
+
+    /// The client's renewal task.
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.inner.watchdog
+    }
+
+    /// Joins `channel` as a waiter, sharing the subscription with the
+    /// client's other waiters on it.
+    pub(crate) fn subscribe(&self, channel: String) -> Subscription {
+        self.inner.subscriptions.join(channel)
     }
 }
 
@@ -284,6 +305,41 @@ impl ClientBuilder {
     /// Cancel safe: nothing has been written to Redis, and the watchdog task
     /// is only started once the connection is made.
     pub async fn build(self) -> Result<Client, Error> {
+        let fencing_ttl_ms = self.validate()?;
+        let client = connection::url::parse(&self.url)?;
+        let timeouts = Timeouts {
+            response: self.response_timeout,
+            connect: self.connection_timeout,
+        };
+        let (conn, pushes) = Connection::open_subscriber(&client, timeouts).await?;
+        let replicas = match self.replicas {
+            Some((count, wait)) => Some(Replicas::connect(&client, timeouts, count, wait).await?),
+            None => None,
+        };
+        let subscriptions = Subscriptions::start(conn.clone(), pushes);
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
+        let id = uuid::Uuid::new_v4().to_string();
+        tracing::debug!(client_id = %id, "redlease client connected");
+        crate::metrics::describe();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                conn,
+                id,
+                next_owner: AtomicU64::new(1),
+                watchdog_timeout: self.watchdog_timeout,
+                fencing_ttl_ms,
+                replicas,
+                watchdog,
+                subscriptions,
+                _stop_watchdog: stop_tx,
+            }),
+        })
+    }
+
+    /// Checks the options before anything is sent; returns the fencing
+    /// counter's time to live in milliseconds.
+    fn validate(&self) -> Result<u64, Error> {
         if self.watchdog_timeout < MIN_WATCHDOG_TIMEOUT {
             return Err(Error::invalid(format!(
                 "watchdog timeout must be at least {MIN_WATCHDOG_TIMEOUT:?}, but found {:?}",
@@ -306,89 +362,6 @@ impl ClientBuilder {
                 return Err(Error::invalid(format!("{what} must not be zero")));
             }
         }
-        let invalid_url = |e: redis::RedisError| {
-            Error::invalid(format!("invalid redis url {:?}: {e}", redact(&self.url)))
-        };
-        let info = self
-            .url
-            .as_str()
-            .into_connection_info()
-            .map_err(invalid_url)?;
-        // RESP3, so that release notifications arrive as pushes on this same
-        // connection instead of needing a connection of their own.
-        let settings = info
-            .redis_settings()
-            .clone()
-            .set_protocol(redis::ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid_url)?;
-        let config = |response_timeout| {
-            ConnectionManagerConfig::new()
-                .set_response_timeout(Some(response_timeout))
-                .set_connection_timeout(Some(self.connection_timeout))
-                // Few, quick reconnect attempts: a lock call should fail
-                // fast while Redis is down, and the next call tries again
-                // anyway.
-                .set_number_of_retries(2)
-                .set_max_delay(Duration::from_millis(500))
-        };
-        let (push_tx, push_rx) = mpsc::unbounded_channel();
-        let main = config(self.response_timeout)
-            .set_push_sender(push_tx)
-            // Waiters' subscriptions must survive reconnects.
-            .set_automatic_resubscription();
-        let conn = ConnectionManager::new_with_config(client.clone(), main).await?;
-        let replicas = match self.replicas {
-            Some((count, wait)) => Some(Replicas {
-                count,
-                wait,
-                // The reply to `WAIT` comes after up to `wait`.
-                conn: ConnectionManager::new_with_config(
-                    client,
-                    config(self.response_timeout + wait),
-                )
-                .await?,
-            }),
-            None => None,
-        };
-        let subscriptions = Subscriptions::start(conn.clone(), push_rx);
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
-        let id = uuid::Uuid::new_v4().to_string();
-        tracing::debug!(client_id = %id, "redlease client connected");
-        crate::metrics::describe();
-        Ok(Client {
-            inner: Arc::new(Inner {
-                conn,
-                id,
-                next_owner: AtomicU64::new(1),
-                watchdog_timeout: self.watchdog_timeout,
-                fencing_ttl_ms,
-                replicas,
-                watchdog,
-                subscriptions,
-                _stop_watchdog: stop_tx,
-            }),
-        })
-    }
-}
-
-/// Hides a password in a URL before it goes into an error message.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redact_hides_credentials() {
-        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://***@h:1/0");
-        assert_eq!(redact("redis://h:1"), "redis://h:1");
+        Ok(fencing_ttl_ms)
     }
 }

@@ -41,57 +41,119 @@
 //! database too: a unique constraint, or a conditional update on the
 //! fencing token (the crate's `fenced` example does this on PostgreSQL).
 //!
+//! # Declared locks
+//!
+//! With the `macros` feature (on by default), `#[distributed_lock]` runs an
+//! `async fn` under a lock; functions without `client = ..` use the client
+//! installed once at start-up:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), redlease::Error> {
+//! let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
+//! if redlease::install_default(client).is_err() {
+//!     // Installed already (by a test harness, say): that one stays.
+//!     eprintln!("a default redlease client was installed already");
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Features
+//!
+//! * `macros` (default): the [`distributed_lock`] attribute, from the
+//!   `redlease-macros` crate.
+//! * `tls-rustls`: `rediss://` URLs (TLS) through rustls. rustls needs a
+//!   crypto provider: the application installs one (the `redlease` command
+//!   line tool uses `ring`).
+//! * `tls-rustls-insecure`: also `rediss://host:port/#insecure`, which skips
+//!   certificate verification, for self-signed test servers only.
+//!
 //! # Redisson compatibility
 //!
-//! Locks use Redisson's `RLock` layout: the key is a hash with one field
-//! `<client-uuid>:<owner>` holding the hold count, the lease is the key's
-//! `PEXPIRE`, and a release publishes `0` on `redisson_lock__channel:{name}`.
-//! Java services on Redisson and Rust services on redlease therefore exclude
-//! each other on the same key.
+//! Locks use Redisson's `RLock` layout ([`layout`]): the key is a hash with
+//! one field `<client-uuid>:<owner>` holding the hold count, the lease is the
+//! key's `PEXPIRE`, and a release publishes `0` on
+//! `redisson_lock__channel:{name}`. Java services on Redisson and Rust
+//! services on redlease therefore exclude each other on the same key.
 //!
 //! # Layout
 //!
-//! * `client.rs`: [`Client`] and [`ClientBuilder`]: the connection, the
-//!   client id, the watchdog's lifetime.
-//! * `lock.rs`: [`Lock`], the acquire loop and its cancel safety, and
-//!   re-entry in an owner scope.
-//! * `scope.rs`: [`scope`], the task-scoped owner that makes re-entry
-//!   possible.
+//! What a user touches:
+//!
+//! * `client.rs`: [`Client`] and [`ClientBuilder`]: options, owner ids, and
+//!   narrow methods over what the client's locks share.
+//! * `lock.rs`: [`Lock`], the exclusive lock (plain or fair) and its single
+//!   acquire attempt.
+//! * `guard.rs`: [`LockGuard`], a held lock.
+//! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
 //! * `declare.rs`: the default client and what `#[distributed_lock]`
 //!   expands to.
-//! * `guard.rs`: [`LockGuard`]: unlock, `is_held`, `lost`, Drop.
-//! * `watchdog.rs`: the per-client renewal task and its failure rule.
-//! * `pubsub.rs`: release notifications, one shared subscription per lock
-//!   name per client, and the rules that keep wake-ups from being lost.
-//! * `wait.rs`: backoff for waiters that cannot wait on a notification.
-//! * `scripts.rs`: every Lua script, with its KEYS/ARGV/return contract.
-//! * `name.rs`: name and lease validation, derived key names.
+//! * `lost.rs`: [`LostReason`], and the loss signal of a hold.
 //! * `error.rs`: [`Error`] and [`ErrorKind`].
 //! * `metrics.rs`: [`metrics`]: what is recorded through the `metrics`
 //!   facade, under which names and labels.
-//! * `admin.rs`: [`admin`]: operator actions on any owner's locks (forced
-//!   unlock), for the `redlease` command-line tool.
+//! * `admin.rs`: [`admin`]: forced unlock of any owner's lock, for
+//!   operators.
+//! * `layout/`: [`layout`]: Redisson's key and channel names and the
+//!   [`LockState`](layout::LockState) model.
+//! * `scripts/`: [`scripts`]: every Lua script, one file per primitive, each
+//!   next to its KEYS/ARGV builder and its reply decoder.
+//!
+//! The engines a primitive plugs into (see DESIGN.md, "Adding a
+//! primitive"):
+//!
+//! * `wait.rs`: the waiting engine: attempt, subscribe, retry once, sleep
+//!   until a message, the holder's TTL or the deadline.
+//! * `hold.rs`: the holding engine: watchdog or fixed lease, `lost()`,
+//!   owner-checked release, background release on Drop.
+//! * `kind.rs`: the plain/fair switch: which scripts a lock runs.
+//! * `release.rs`: the release protocol, in the foreground and the
+//!   background.
+//! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
+//! * `backoff.rs`: jittered steps for waiters that cannot wait on a
+//!   message.
+//!
+//! Beneath them:
+//!
+//! * `connection/`: the one place that talks to Redis (and URL parsing and
+//!   redaction, [`url`]).
+//! * `pubsub.rs`: release notifications, one shared subscription per
+//!   channel per client, and the rules that keep wake-ups from being lost.
+//! * `watchdog.rs`: the per-client renewal task and its failure rule.
+//! * `replicas.rs`: acquires that must reach replicas.
+//! * `name.rs`: name and lease validation.
 
 #![forbid(unsafe_code)]
 
 pub mod admin;
+mod backoff;
+mod cancel;
 mod client;
+mod connection;
 mod declare;
 mod error;
 mod guard;
+mod hold;
+mod kind;
+pub mod layout;
 mod lock;
+mod lost;
 pub mod metrics;
 mod name;
 mod pubsub;
+mod release;
+mod replicas;
 mod scope;
-mod scripts;
+pub mod scripts;
 mod wait;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
+pub use connection::url;
 pub use error::{Error, ErrorKind};
-pub use guard::{LockGuard, LostReason};
+pub use guard::LockGuard;
 pub use lock::Lock;
+pub use lost::LostReason;
 pub use name::MAX_NAME_LEN;
 pub use scope::scope;
 pub use scripts::lua_scripts;
@@ -134,5 +196,6 @@ mod bounds {
         is_send(&guard.is_held());
         is_send(&guard.lost());
         is_send(&guard.unlock());
+        is_send(&admin::lock_state(&client, "x"));
     }
 }

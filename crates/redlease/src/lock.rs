@@ -1,23 +1,22 @@
-//! The lock handle and the acquire loop.
+//! [`Lock`]: the exclusive lock (plain or fair) as a user sees it, and its
+//! single acquire attempt. Waiting is the waiting engine's ([`crate::wait`]),
+//! holding the holding engine's ([`crate::hold`]), re-entry the owner
+//! scope's ([`crate::scope`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use ::metrics::SharedString;
-use redis::ScriptInvocation;
-use redis::aio::ConnectionManager;
-use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::Replicas;
-use crate::guard::{
-    Grant, Kind, LeaseMode, LockGuard, abandon_fair, release_in_background, withdraw,
-};
+use crate::cancel::Withdrawal;
+use crate::hold::{Grant, Hold, LeaseMode};
+use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
-use crate::pubsub::{Baton, Subscription};
-use crate::{Client, Error, name, scope, scripts, wait};
+use crate::scripts::lock::Acquired;
+use crate::wait::{self, Attempt, Contender};
+use crate::{Client, Error, LockGuard, name, scope};
 
 /// A handle to one named lock; made by [`Client::lock`].
 ///
@@ -44,14 +43,6 @@ pub struct Lock {
     label: SharedString,
 }
 
-/// What one acquire attempt found.
-enum Attempt {
-    Acquired(LockGuard),
-    /// Held by someone else, with this much time to live (`None`: the key
-    /// has no expiry).
-    Busy(Option<Duration>),
-}
-
 impl Lock {
     pub(crate) fn new(client: Client, kind: Kind, name: String) -> Lock {
         Lock {
@@ -66,6 +57,7 @@ impl Lock {
     /// Selects a fixed lease: the lock expires `lease` after it is acquired
     /// and is never renewed. A lease under 1 ms is rejected when the lock is
     /// used.
+    #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(mut self, lease: Duration) -> Lock {
         self.lease = Some(lease);
         self
@@ -100,11 +92,11 @@ impl Lock {
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         self.observed(async {
             let lease_ms = self.prepare()?;
-            if let Some(guard) = self.reenter().await? {
+            if let Some(guard) = scope::reenter(&self.client, self.kind, &self.name).await? {
                 return Ok((guard, Outcome::Reentered));
             }
             let started = Instant::now();
-            let field = self.client.inner.new_owner_field().into();
+            let field = self.client.new_owner_field();
             match self.attempt(lease_ms, &field, false).await? {
                 Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
                 Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
@@ -145,11 +137,7 @@ impl Lock {
             // queue.
             return self.try_lock().await;
         }
-        self.observed(async {
-            let lease_ms = self.prepare()?;
-            self.acquire_loop(lease_ms, Some(wait)).await
-        })
-        .await
+        self.observed(self.wait(Some(wait))).await
     }
 
     /// Waits until the lock is acquired, as [`try_lock_for`](Lock::try_lock_for)
@@ -166,11 +154,29 @@ impl Lock {
     ///
     /// As [`try_lock_for`](Lock::try_lock_for).
     pub async fn lock(&self) -> Result<LockGuard, Error> {
-        self.observed(async {
-            let lease_ms = self.prepare()?;
-            self.acquire_loop(lease_ms, None).await
-        })
-        .await
+        self.observed(self.wait(None)).await
+    }
+
+    /// Re-enters in an owner scope, or waits with the waiting engine.
+    async fn wait(&self, wait: Option<Duration>) -> Result<(LockGuard, Outcome), Error> {
+        let lease_ms = self.prepare()?;
+        if let Some(guard) = scope::reenter(&self.client, self.kind, &self.name).await? {
+            return Ok((guard, Outcome::Reentered));
+        }
+        let field = self.client.new_owner_field();
+        let mut contender = Waiter {
+            place: Withdrawal::queue_place(
+                self.client.acquire_conn(),
+                self.kind.is_queued(),
+                &self.name,
+                &field,
+            ),
+            lock: self,
+            lease_ms,
+            field,
+        };
+        let guard = wait::wait(&self.client, &mut contender, wait).await?;
+        Ok((guard, Outcome::Acquired))
     }
 
     /// Runs an acquire call in an `acquire` span and records its outcome
@@ -185,18 +191,14 @@ impl Lock {
             key = %self.name,
             outcome = tracing::field::Empty,
         );
-        let mut observation = Observation {
-            label: &self.label,
-            started: Instant::now(),
-            outcome: Outcome::Cancelled,
-        };
+        let mut observation = metrics::AcquireObservation::start(&self.label);
         let result = call.instrument(span.clone()).await;
         let (result, outcome) = match result {
             Ok((guard, outcome)) => (Ok(guard), outcome),
             Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
             Err(e) => (Err(e), Outcome::Error),
         };
-        observation.outcome = outcome;
+        observation.end(outcome);
         span.record("outcome", outcome.as_str());
         result
     }
@@ -206,166 +208,39 @@ impl Lock {
         name::validate(&self.name)?;
         match self.lease {
             Some(lease) => name::lease_millis("lease", lease),
-            None => name::lease_millis("watchdog timeout", self.client.inner.watchdog_timeout),
+            None => name::lease_millis("watchdog timeout", self.client.watchdog_timeout()),
         }
         .map_err(|e| e.with_key(&self.name))
     }
 
-    async fn acquire_loop(
-        &self,
-        lease_ms: u64,
-        wait: Option<Duration>,
-    ) -> Result<(LockGuard, Outcome), Error> {
-        if let Some(guard) = self.reenter().await? {
-            return Ok((guard, Outcome::Reentered));
-        }
-        let started = Instant::now();
-        // A wait too long to represent as an instant is no wait limit.
-        let deadline = wait.and_then(|w| started.checked_add(w));
-        // One owner field per acquisition, reused by its attempts, except
-        // after an attempt whose outcome is unknown (see below).
-        let mut field: Arc<str> = self.client.inner.new_owner_field().into();
-        let fair = self.kind == Kind::Fair;
-        // A fair waiter must attempt again at least this often, whatever it
-        // waits for: each attempt refreshes its deadline in the queue.
-        let refresh = fair.then(|| self.client.inner.watchdog_timeout / 3);
-        // A fair waiter's place in the queue, given up if this future is
-        // dropped before the lock is acquired.
-        let mut ticket = QueueTicket {
-            lock: fair.then_some(self),
-            field: field.clone(),
-        };
-        let mut subscription: Option<(Subscription, bool)> = None;
-        let mut baton: Option<Baton> = None;
-        let mut backoff = 0u32;
-        loop {
-            let outcome = self.attempt(lease_ms, &field, fair).await;
-            // The wake-up that led here is used once the attempt ran; after
-            // an error it may not have, and dropping the baton hands the
-            // wake-up to the next local waiter.
-            if let (Some(baton), Ok(_)) = (baton.take(), &outcome) {
-                baton.used();
-            }
-            let (holder_ttl, transient) = match outcome {
-                Ok(Attempt::Acquired(guard)) => {
-                    ticket.lock = None;
-                    return Ok((guard, Outcome::Acquired));
-                }
-                Ok(Attempt::Busy(ttl)) => (ttl, None),
-                Err(e) if e.is_transient() => {
-                    // The attempt may have taken the lock (or a place in the
-                    // queue) under this field, and its release is on its way
-                    // in the background: a later attempt must not be that
-                    // release's victim.
-                    field = self.client.inner.new_owner_field().into();
-                    ticket.field = field.clone();
-                    if fair {
-                        subscription = None;
-                    }
-                    (None, Some(e))
-                }
-                Err(e) => return Err(e),
-            };
-            let remaining = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        if fair
-                            && abandon_fair(self.client.inner.acquire_conn(), &self.name, &field)
-                                .await
-                                .is_ok()
-                        {
-                            ticket.lock = None;
-                        }
-                        return Err(
-                            transient.unwrap_or_else(|| Error::busy(&self.name, now - started))
-                        );
-                    }
-                    Some(d - now)
-                }
-                None => None,
-            };
-            if transient.is_some() {
-                wait::pause_after_error(backoff, remaining).await;
-                backoff = backoff.saturating_add(1);
-                continue;
-            }
-            let (sub, subscribed) = match &mut subscription {
-                // A subscription that failed has since been retried and
-                // works: retry once, then wait on it.
-                Some(joined) if !joined.1 && joined.0.is_ready() => {
-                    joined.1 = true;
-                    continue;
-                }
-                Some(joined) => (&joined.0, joined.1),
-                None => {
-                    // Subscribe, then retry once before sleeping: a release
-                    // between the first attempt and the subscription is
-                    // caught by the retry. A fair waiter listens on a channel
-                    // of its own, on which it is woken when its turn comes.
-                    let channel = if fair {
-                        name::waiter_channel(&self.name, &field)
-                    } else {
-                        name::channel(&self.name)
-                    };
-                    let sub = self.client.inner.subscriptions.join(channel);
-                    // Already subscribed for other local waiters: a release
-                    // since our attempt has woken one of them or left a
-                    // stored wake-up for us, so no retry is needed.
-                    let already = sub.is_ready();
-                    let subscribed = already || sub.ready(cap(remaining, refresh)).await;
-                    subscription = Some((sub, subscribed));
-                    if subscribed && !already {
-                        continue;
-                    }
-                    let joined = subscription.as_ref().expect("just set");
-                    (&joined.0, joined.1)
-                }
-            };
-            let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
-            let sleep = cap(cap(holder_expiry, remaining), refresh);
-            let span =
-                tracing::debug_span!("wait", key = %self.name, woken = tracing::field::Empty);
-            if subscribed {
-                baton = sub.wait(sleep).instrument(span.clone()).await;
-                span.record("woken", baton.is_some());
-            } else {
-                wait::pause(backoff, holder_ttl, sleep)
-                    .instrument(span)
-                    .await;
-                backoff = backoff.saturating_add(1);
-            }
-        }
-    }
-
-    /// Runs the acquire script once.
-    ///
-    /// For a fair lock, `enqueue` makes a failed attempt join the queue (or
-    /// refresh its place in it).
+    /// Runs the acquire script once (and, when the client requires
+    /// replicas, waits for their acknowledgement). For a fair lock,
+    /// `enqueue` makes a failed attempt join the queue (or refresh its place
+    /// in it).
     async fn attempt(
         &self,
         lease_ms: u64,
         field: &Arc<str>,
         enqueue: bool,
-    ) -> Result<Attempt, Error> {
-        let inner = &self.client.inner;
+    ) -> Result<Attempt<LockGuard>, Error> {
+        let conn = self.client.acquire_conn();
         // Armed until we know the outcome: if this future is dropped while
         // the request may be in Redis, the field is released behind it.
-        let mut pending = PendingAcquire {
-            client: Some(self.client.clone()),
-            kind: self.kind,
-            name: self.name.clone(),
-            field: field.clone(),
+        let mut pending = Withdrawal::pending_acquire(conn, self.kind, &self.name, field, lease_ms);
+        let options = AcquireOptions {
             lease_ms,
+            fencing_ttl_ms: self.client.fencing_ttl_ms(),
+            queue_lease_ms: self.client.watchdog_timeout().as_millis() as u64,
         };
-        let replicas = inner.replicas.as_ref();
-        let mut conn = inner.acquire_conn().clone();
-        let call = self.acquire_call(lease_ms, field, enqueue);
+        let call = self.kind.acquire(&self.name, field, options, enqueue);
         let sent_at = Instant::now();
         metrics::acquire_attempt(&self.label);
-        let reply = call.invoke_async::<(i64, i64)>(&mut conn).await;
-        let reply = match reply {
-            Ok(reply) => reply,
+        let token = match conn.run::<Acquired>(&call).await {
+            Ok(Acquired::Granted(token)) => token,
+            Ok(Acquired::Busy(ttl)) => {
+                pending.disarm();
+                return Ok(Attempt::Busy(ttl));
+            }
             Err(err) => {
                 // An error reply from Redis means the script refused or never
                 // ran. Anything else (no reply, a late reply, a reply we could
@@ -379,310 +254,104 @@ impl Lock {
                 return Err(err);
             }
         };
-        let (1, token) = reply else {
-            pending.disarm();
-            return Ok(Attempt::Busy(
-                u64::try_from(reply.1).ok().map(Duration::from_millis),
-            ));
-        };
-        if let Some(replicas) = replicas {
+        let lease_end = self.lease.map(|lease| sent_at + lease);
+        if let Some(replicas) = self.client.replicas() {
             // Still armed: cancelled or failed here, the acquisition is
             // withdrawn in the background. Not acknowledged, it has been
             // withdrawn already.
-            let lease_end = self.lease.map(|lease| sent_at + lease);
-            match self
-                .await_replicas(replicas, &mut conn, field, lease_ms, lease_end)
-                .await
-            {
-                Ok(()) => {}
-                Err(e) if e.is_not_replicated() => {
+            let acked = replicas
+                .acknowledge(self.kind, &self.name, field, lease_ms, lease_end)
+                .await;
+            if let Err(e) = acked {
+                if e.is_not_replicated() {
                     pending.disarm();
-                    return Err(e);
                 }
-                Err(e) => return Err(e),
+                return Err(e);
             }
         }
         pending.disarm();
-        let mode = match self.lease {
-            Some(lease) => LeaseMode::Fixed {
-                expires_at: sent_at + lease,
-            },
-            None => LeaseMode::Watchdog,
-        };
         tracing::debug!(key = %self.name, "lock acquired");
-        let guard = LockGuard::new(
+        let grant = Grant {
+            field: field.clone(),
+            lease_ms,
+            mode: lease_end.map_or(LeaseMode::Watchdog, |expires_at| LeaseMode::Fixed {
+                expires_at,
+            }),
+            sent_at,
+            token,
+            label: self.label.clone(),
+        };
+        let guard = LockGuard::new(Hold::new(
             self.client.clone(),
             self.kind,
             self.name.clone(),
-            Grant {
-                field: field.clone(),
-                lease_ms,
-                mode,
-                sent_at,
-                // fence() never issues less than the server clock in
-                // microseconds, which is positive.
-                token: token as u64,
-                label: self.label.clone(),
-            },
-        );
+            grant,
+        ));
         scope::remember(self.client.id(), &guard);
         Ok(Attempt::Acquired(guard))
     }
-
-    /// In an owner scope that holds this lock: re-enters the hold (see
-    /// [`crate::scope`]). `None` outside a scope, or when the scope's hold
-    /// was lost, so the caller acquires anew.
-    async fn reenter(&self) -> Result<Option<LockGuard>, Error> {
-        let Some(held) = scope::lookup(self.client.id(), &self.name) else {
-            return Ok(None);
-        };
-        // Lost by our own reckoning, it may still be in Redis for a moment
-        // (renewed too late, or a fixed lease by our clock): re-entering
-        // would hand out a guard that nothing renews.
-        if held.is_lost(&self.client) {
-            return Ok(None);
-        }
-        let mut call = scripts::REENTER.prepare_invoke();
-        call.key(&*self.name).arg(held.lease_ms).arg(&*held.field);
-        let conn = self.client.inner.conn.clone();
-        let undo = Undo {
-            conn: conn.clone(),
-            kind: self.kind,
-            name: self.name.clone(),
-            field: held.field.clone(),
-            lease_ms: held.lease_ms,
-        };
-        // Run to completion in a task of its own: the owner field is shared
-        // with the scope's other guards, so a cancelled caller must neither
-        // leave the count raised nor release blindly (if the script never
-        // ran, that would take away a hold of another guard). Whoever last
-        // sees a successful reply that nobody took undoes it: the task, or
-        // the dropped receiver.
-        let (tx, rx) = oneshot::channel();
-        let task_undo = undo.clone();
-        drop(tokio::spawn(async move {
-            let mut conn = conn;
-            let reply = call.invoke_async::<i64>(&mut conn).await;
-            if let Err(Ok(1)) = tx.send(reply) {
-                task_undo.run();
-            }
-        }));
-        let mut waiting = ReentryReply {
-            rx,
-            undo: Some(undo),
-        };
-        let reply = (&mut waiting.rx).await;
-        waiting.undo = None;
-        let reply = reply.map_err(|_| {
-            Error::from(redis::RedisError::from(std::io::Error::other(
-                "the runtime stopped during a re-entry",
-            )))
-        })?;
-        // An error may come after the script ran (a lost reply): the count
-        // may then stay raised, and the key outlives the scope's last release
-        // by at most one lease, as a crashed holder's would.
-        match reply.map_err(|e| Error::from(e).with_key(&self.name))? {
-            1 => {
-                tracing::debug!(key = %self.name, "lock re-entered");
-                Ok(Some(LockGuard::reentered(
-                    self.client.clone(),
-                    self.kind,
-                    self.name.clone(),
-                    held,
-                )))
-            }
-            // The scope's hold is gone: expired, or taken over.
-            _ => Ok(None),
-        }
-    }
-
-    /// The acquire script call: for a fair lock, `enqueue` makes a failed
-    /// attempt join the queue (or refresh its place in it).
-    fn acquire_call(&self, lease_ms: u64, field: &str, enqueue: bool) -> ScriptInvocation<'static> {
-        match self.kind {
-            Kind::Plain => {
-                let mut call = scripts::ACQUIRE.prepare_invoke();
-                call.key(&*self.name)
-                    .key(name::token_key(&self.name))
-                    .arg(lease_ms)
-                    .arg(field)
-                    .arg(self.client.inner.fencing_ttl_ms);
-                call
-            }
-            Kind::Fair => {
-                let mut call = scripts::FAIR_ACQUIRE.prepare_invoke();
-                call.key(&*self.name)
-                    .key(name::queue_key(&self.name))
-                    .key(name::timeout_key(&self.name))
-                    .key(name::token_key(&self.name))
-                    .arg(lease_ms)
-                    .arg(field)
-                    .arg(self.client.inner.watchdog_timeout.as_millis() as u64)
-                    .arg(name::channel(&self.name))
-                    .arg(u8::from(enqueue))
-                    .arg(scripts::UNLOCK_MESSAGE)
-                    .arg(self.client.inner.fencing_ttl_ms);
-                call
-            }
-        }
-    }
-
-    /// Waits for `replicas.count` replicas to acknowledge the acquisition
-    /// just made on `conn`; if too few do, or a fixed lease ends at
-    /// `lease_end` before they do, withdraws it and fails.
-    async fn await_replicas(
-        &self,
-        replicas: &Replicas,
-        conn: &mut ConnectionManager,
-        field: &str,
-        lease_ms: u64,
-        lease_end: Option<Instant>,
-    ) -> Result<(), Error> {
-        let acked: i64 = redis::cmd("WAIT")
-            .arg(replicas.count)
-            .arg(replicas.wait.as_millis() as u64)
-            .query_async(conn)
-            .await
-            .map_err(|e| Error::from(e).with_key(&self.name))?;
-        // Acknowledged after a fixed lease ran out, the lock may be someone
-        // else's already: as good as not acknowledged.
-        let in_time = lease_end.is_none_or(|end| Instant::now() < end);
-        if acked >= i64::from(replicas.count) && in_time {
-            return Ok(());
-        }
-        tracing::warn!(key = %self.name, acked, required = replicas.count, "acquire not acknowledged by enough replicas; releasing it");
-        match withdraw(conn, self.kind, &self.name, field, lease_ms).await {
-            // Not ours any more means gone already (a lease shorter than the
-            // wait): withdrawn all the same.
-            Err(e) if !e.is_not_owner() => return Err(e),
-            _ => {}
-        }
-        Err(Error::not_replicated(
-            &self.name,
-            acked,
-            replicas.count,
-            replicas.wait,
-        ))
-    }
 }
 
-/// Records an acquire call's outcome when dropped: at its end, or, if the
-/// caller dropped the call first, as cancelled.
-struct Observation<'a> {
-    label: &'a SharedString,
-    started: Instant,
-    outcome: Outcome,
-}
-
-impl Drop for Observation<'_> {
-    fn drop(&mut self) {
-        metrics::acquire_outcome(self.label, self.outcome, self.started.elapsed());
-    }
-}
-
-/// The smaller of two optional limits (`None`: no limit).
-fn cap(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
-/// Releases an acquire attempt whose outcome is unknown when it is dropped.
-struct PendingAcquire {
-    /// `None` once disarmed.
-    client: Option<Client>,
-    kind: Kind,
-    name: Arc<str>,
-    field: Arc<str>,
+/// A lock's waiting acquire, as the waiting engine drives it.
+struct Waiter<'a> {
+    lock: &'a Lock,
     lease_ms: u64,
-}
-
-impl PendingAcquire {
-    fn disarm(&mut self) {
-        self.client = None;
-    }
-}
-
-impl Drop for PendingAcquire {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
-            release_in_background(
-                client.inner.acquire_conn(),
-                self.kind,
-                &self.name,
-                &self.field,
-                self.lease_ms,
-                None,
-            );
-        }
-    }
-}
-
-/// A fair waiter's place in the queue: dropped while armed (the wait was
-/// cancelled), it leaves the queue in the background.
-struct QueueTicket<'a> {
-    /// The fair lock waited on; `None` for a plain lock or once acquired.
-    lock: Option<&'a Lock>,
+    /// One owner field per acquisition, reused by its attempts, except
+    /// after an attempt whose outcome is unknown ([`Contender::restart`]).
     field: Arc<str>,
+    /// A fair waiter's place in the queue, given up in the background if
+    /// the wait is dropped before the lock is acquired.
+    place: Withdrawal,
 }
 
-impl Drop for QueueTicket<'_> {
-    fn drop(&mut self) {
-        if let Some(lock) = self.lock.take() {
-            release_in_background(
-                lock.client.inner.acquire_conn(),
-                Kind::Fair,
-                &lock.name,
-                &self.field,
-                0,
-                None,
-            );
-        }
+impl Contender for Waiter<'_> {
+    type Acquired = LockGuard;
+
+    fn name(&self) -> &str {
+        &self.lock.name
     }
-}
 
-/// Takes back one re-entry of a shared owner field.
-#[derive(Clone)]
-struct Undo {
-    conn: ConnectionManager,
-    kind: Kind,
-    name: Arc<str>,
-    field: Arc<str>,
-    lease_ms: u64,
-}
+    async fn attempt(&mut self) -> Result<Attempt<LockGuard>, Error> {
+        let queued = self.lock.kind.is_queued();
+        let outcome = self.lock.attempt(self.lease_ms, &self.field, queued).await;
+        if let Ok(Attempt::Acquired(_)) = &outcome {
+            self.place.disarm();
+        }
+        outcome
+    }
 
-impl Undo {
-    fn run(&self) {
-        release_in_background(
-            &self.conn,
-            self.kind,
-            &self.name,
+    fn channel(&self) -> String {
+        self.lock.kind.wake_channel(&self.lock.name, &self.field)
+    }
+
+    fn refresh(&self) -> Option<Duration> {
+        // Each attempt refreshes a fair waiter's deadline in the queue.
+        let kind = self.lock.kind;
+        kind.is_queued()
+            .then(|| self.lock.client.watchdog_timeout() / 3)
+    }
+
+    fn restart(&mut self) {
+        self.field = self.lock.client.new_owner_field();
+        self.place.set_field(&self.field);
+    }
+
+    async fn give_up(&mut self) {
+        if !self.lock.kind.is_queued() {
+            return;
+        }
+        let lock = self.lock;
+        let left = crate::release::withdraw(
+            lock.client.acquire_conn(),
+            lock.kind,
+            &lock.name,
             &self.field,
             self.lease_ms,
-            None,
-        );
-    }
-}
-
-/// The caller's end of a re-entry. Dropped before its reply was taken (the
-/// caller was cancelled), it closes the channel, so that from then on the
-/// task's send fails and the task undoes a success, and undoes a success
-/// that arrived before.
-struct ReentryReply {
-    rx: oneshot::Receiver<Result<i64, redis::RedisError>>,
-    /// `None` once the reply was taken.
-    undo: Option<Undo>,
-}
-
-impl Drop for ReentryReply {
-    fn drop(&mut self) {
-        if let Some(undo) = self.undo.take() {
-            self.rx.close();
-            if let Ok(Ok(1)) = self.rx.try_recv() {
-                undo.run();
-            }
+        )
+        .await;
+        // Failed, the place is given up in the background when dropped.
+        if left.is_ok() {
+            self.place.disarm();
         }
     }
 }

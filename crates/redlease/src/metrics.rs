@@ -15,12 +15,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use ::metrics::{
     SharedString, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
     histogram,
 };
 
-use crate::LostReason;
+use crate::lost::LostReason;
 
 /// Counter: acquire scripts sent to Redis, one per attempt (a waiting
 /// acquire makes several).
@@ -145,11 +147,37 @@ impl Outcome {
     }
 }
 
-pub(crate) fn acquire_outcome(label: &SharedString, outcome: Outcome, took: Duration) {
-    let outcome = outcome.as_str();
-    counter!(ACQUIRES, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome).increment(1);
-    histogram!(WAIT_SECONDS, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome)
-        .record(took.as_secs_f64());
+/// Records an acquire call's outcome and duration when dropped: at its end,
+/// or, if the caller dropped the call first, as cancelled.
+pub(crate) struct AcquireObservation<'a> {
+    label: &'a SharedString,
+    started: Instant,
+    outcome: Outcome,
+}
+
+impl<'a> AcquireObservation<'a> {
+    pub(crate) fn start(label: &'a SharedString) -> AcquireObservation<'a> {
+        AcquireObservation {
+            label,
+            started: Instant::now(),
+            outcome: Outcome::Cancelled,
+        }
+    }
+
+    /// The call ended with `outcome`.
+    pub(crate) fn end(&mut self, outcome: Outcome) {
+        self.outcome = outcome;
+    }
+}
+
+impl Drop for AcquireObservation<'_> {
+    fn drop(&mut self) {
+        let outcome = self.outcome.as_str();
+        let label = self.label;
+        counter!(ACQUIRES, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome).increment(1);
+        histogram!(WAIT_SECONDS, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome)
+            .record(self.started.elapsed().as_secs_f64());
+    }
 }
 
 pub(crate) fn hold_started(label: &SharedString) {
@@ -170,12 +198,7 @@ pub(crate) fn renewal_failures(label: &SharedString, locks: u64) {
 }
 
 pub(crate) fn lost(label: &SharedString, reason: LostReason) {
-    let reason = match reason {
-        LostReason::Expired => "expired",
-        LostReason::OwnerChanged => "owner_changed",
-        LostReason::RenewalFailed => "renewal_failed",
-    };
-    counter!(LOST, LOCK_LABEL => label.clone(), REASON_LABEL => reason).increment(1);
+    counter!(LOST, LOCK_LABEL => label.clone(), REASON_LABEL => reason.as_label()).increment(1);
 }
 
 pub(crate) fn unlock_not_owner(label: &SharedString) {

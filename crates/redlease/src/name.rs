@@ -1,9 +1,5 @@
-//! Lock names, the keys derived from them, and lease validation.
-//!
-//! Derived keys follow Redisson's `prefixName` rule so that both libraries
-//! compute the same names and, in a cluster, the derived keys land in the
-//! lock key's hash slot: `prefix:{name}`, or `prefix:name` when the name
-//! already contains `{` (the user chose the hash tag).
+//! Checks of lock names and leases before anything is sent. (The keys
+//! derived from a name are in [`crate::layout`].)
 
 use std::time::Duration;
 
@@ -51,71 +47,9 @@ pub(crate) fn lease_millis(what: &str, lease: Duration) -> Result<u64, Error> {
     Ok(millis as u64)
 }
 
-/// The channel on which a release of `name` is announced.
-pub(crate) fn channel(name: &str) -> String {
-    prefixed("redisson_lock__channel", name)
-}
-
-/// The fair lock's waiting queue (a list of owner fields), as Redisson's
-/// `RFairLock`.
-pub(crate) fn queue_key(name: &str) -> String {
-    prefixed("redisson_lock_queue", name)
-}
-
-/// The fair lock's waiter deadlines (a zset of owner fields), as Redisson's
-/// `RFairLock`.
-pub(crate) fn timeout_key(name: &str) -> String {
-    prefixed("redisson_lock_timeout", name)
-}
-
-/// The counter behind a lock's fencing tokens, under the name Redisson's
-/// `RFencedLock` uses, so that both issue tokens from one sequence.
-pub(crate) fn token_key(name: &str) -> String {
-    prefixed("redisson_lock_token", name)
-}
-
-/// The channel on which the fair lock wakes one waiter, `owner`.
-pub(crate) fn waiter_channel(name: &str, owner: &str) -> String {
-    format!("{}:{owner}", channel(name))
-}
-
-fn prefixed(prefix: &str, name: &str) -> String {
-    // Pushed rather than `format!`ted: this runs on every acquire and
-    // release, and the formatting machinery costs several times the copy
-    // (callgrind, docs/BENCHMARKS.md).
-    let braced = !name.contains('{');
-    let mut key = String::with_capacity(prefix.len() + name.len() + 3);
-    key.push_str(prefix);
-    key.push(':');
-    if braced {
-        key.push('{');
-    }
-    key.push_str(name);
-    if braced {
-        key.push('}');
-    }
-    key
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn channel_adds_braces_unless_present() {
-        assert_eq!(channel("orders:1"), "redisson_lock__channel:{orders:1}");
-        assert_eq!(
-            channel("lock:{sku}:7"),
-            "redisson_lock__channel:lock:{sku}:7"
-        );
-    }
-
-    #[test]
-    fn fair_keys_follow_redisson() {
-        assert_eq!(queue_key("a"), "redisson_lock_queue:{a}");
-        assert_eq!(timeout_key("{a}:b"), "redisson_lock_timeout:{a}:b");
-        assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
-    }
 
     #[test]
     fn names_are_checked() {

@@ -35,9 +35,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{Notify, mpsc, watch};
+
+use crate::connection::{Connection, Push, Pushes};
 
 /// The state of one channel's subscription, as waiters see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,12 +73,8 @@ struct ChannelState {
 }
 
 impl Subscriptions {
-    /// Starts the manager and dispatch tasks; `pushes` receives the
-    /// connection's RESP3 pushes.
-    pub(crate) fn start(
-        conn: ConnectionManager,
-        pushes: mpsc::UnboundedReceiver<PushInfo>,
-    ) -> Subscriptions {
+    /// Starts the manager and dispatch tasks; `pushes` are `conn`'s.
+    pub(crate) fn start(conn: Connection, pushes: Pushes) -> Subscriptions {
         let (reconcile, requests) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             channels: Mutex::new(HashMap::new()),
@@ -239,7 +235,7 @@ const RETRY: Duration = Duration::from_millis(500);
 /// registry; failures are retried while they matter.
 async fn manage(
     shared: std::sync::Weak<Shared>,
-    mut conn: ConnectionManager,
+    conn: Connection,
     mut requests: mpsc::UnboundedReceiver<Request>,
 ) {
     let mut known: HashMap<String, Known> = HashMap::new();
@@ -249,7 +245,7 @@ async fn manage(
         };
         match request {
             Request::Reconcile(channel) => {
-                reconcile(&shared, &mut conn, &mut known, channel).await;
+                reconcile(&shared, &conn, &mut known, channel).await;
             }
             Request::Resubscribe => {
                 let wanted: Vec<String> = shared.lock().keys().cloned().collect();
@@ -269,7 +265,7 @@ async fn manage(
 
 async fn reconcile(
     shared: &Shared,
-    conn: &mut ConnectionManager,
+    conn: &Connection,
     known: &mut HashMap<String, Known>,
     channel: String,
 ) {
@@ -318,22 +314,18 @@ fn retry_later(shared: &Shared, request: Request) {
 }
 
 /// Wakes waiters on release messages and on disconnection.
-async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: mpsc::UnboundedReceiver<PushInfo>) {
-    while let Some(push) = pushes.recv().await {
+async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
+    while let Some(push) = pushes.next().await {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        match push.kind {
-            PushKind::Message => {
-                let channel = match push.data.first() {
-                    Some(Value::BulkString(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
-                    _ => continue,
-                };
+        match push {
+            Push::Message(channel) => {
                 if let Some(entry) = shared.lock().get(&channel) {
                     entry.state.notify.notify_one();
                 }
             }
-            PushKind::Disconnection => {
+            Push::Disconnected => {
                 // Messages may have been lost while the connection was down;
                 // everyone re-checks, and the manager makes sure every
                 // wanted channel is subscribed again.
@@ -343,7 +335,6 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: mpsc::UnboundedRe
                 }
                 let _ = shared.reconcile.send(Request::Resubscribe);
             }
-            _ => {}
         }
     }
 }
@@ -354,11 +345,12 @@ mod tests {
 
     fn subscriptions() -> Subscriptions {
         // Never connects: these tests only exercise the local wake-ups.
-        let client = redis::Client::open("redis://127.0.0.1:1/?protocol=resp3").unwrap();
-        let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
-        let conn = ConnectionManager::new_lazy_with_config(client, config).unwrap();
-        let (_tx, rx) = mpsc::unbounded_channel();
-        Subscriptions::start(conn, rx)
+        let timeouts = crate::connection::Timeouts {
+            response: Duration::from_secs(1),
+            connect: Duration::from_secs(1),
+        };
+        let conn = Connection::lazy("redis://127.0.0.1:1/?protocol=resp3", timeouts);
+        Subscriptions::start(conn, Pushes::none())
     }
 
     /// A wake-up whose waiter is dropped before retrying goes to the next

@@ -1,5 +1,5 @@
-//! Owner scopes: within one, taking a lock the scope already holds
-//! re-enters it instead of waiting for itself.
+//! Owner scopes, and re-entry: within a scope, taking a lock the scope
+//! already holds re-enters it instead of waiting for itself.
 //!
 //! Async tasks move between threads, so a thread cannot be the owner, as it
 //! is in Redisson. A scope is an explicit owner instead: a task-local map
@@ -14,8 +14,14 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
-use crate::guard::{Held, LeaseMode, LockGuard, Registration};
-use crate::watchdog::LostSender;
+use tokio::sync::oneshot;
+
+use crate::connection::Connection;
+use crate::hold::{Held, Hold, LeaseMode, Registration};
+use crate::kind::Kind;
+use crate::lost::LostSignal;
+use crate::scripts;
+use crate::{Client, Error, LockGuard, release};
 
 tokio::task_local! {
     static SCOPE: RefCell<Holds>;
@@ -29,7 +35,7 @@ struct Entry {
     field: Arc<str>,
     lease_ms: u64,
     mode: LeaseMode,
-    lost: LostSender,
+    lost: LostSignal,
     /// Alive while any guard of the hold is.
     registration: Weak<Registration>,
     token: u64,
@@ -76,7 +82,7 @@ pub async fn scope<F: Future>(fut: F) -> F::Output {
 
 /// The hold that the current scope has on `name` through client `client_id`,
 /// if the scope has one that is still held.
-pub(crate) fn lookup(client_id: &str, name: &str) -> Option<Held> {
+fn lookup(client_id: &str, name: &str) -> Option<Held> {
     SCOPE
         .try_with(|holds| {
             let mut holds = holds.borrow_mut();
@@ -117,4 +123,113 @@ pub(crate) fn remember(client_id: &str, guard: &LockGuard) {
             },
         );
     });
+}
+
+/// In an owner scope that holds lock `name` through `client`: re-enters the
+/// hold. `None` outside a scope, or when the scope's hold was lost, so the
+/// caller acquires anew.
+///
+/// # Cancel safety
+///
+/// The owner field is shared with the scope's other guards, so a cancelled
+/// caller must neither leave the count raised nor release blindly (if the
+/// script never ran, that would take away a hold of another guard). The
+/// script runs to completion in a task of its own, and whoever last sees a
+/// successful reply that nobody took undoes it: the task, or the dropped
+/// receiver.
+pub(crate) async fn reenter(
+    client: &Client,
+    kind: Kind,
+    name: &Arc<str>,
+) -> Result<Option<LockGuard>, Error> {
+    let Some(held) = lookup(client.id(), name) else {
+        return Ok(None);
+    };
+    // Lost by our own reckoning, it may still be in Redis for a moment
+    // (renewed too late, or a fixed lease by our clock): re-entering would
+    // hand out a guard that nothing renews.
+    if held.is_lost(client) {
+        return Ok(None);
+    }
+    let call = scripts::lock::reenter(name, held.lease_ms, &held.field);
+    let undo = Undo {
+        conn: client.conn().clone(),
+        kind,
+        name: name.clone(),
+        field: held.field.clone(),
+        lease_ms: held.lease_ms,
+    };
+    let (tx, rx) = oneshot::channel();
+    let task_undo = undo.clone();
+    drop(tokio::spawn(async move {
+        let reply = task_undo.conn.run::<bool>(&call).await;
+        if let Err(Ok(true)) = tx.send(reply) {
+            task_undo.run();
+        }
+    }));
+    let mut waiting = ReentryReply {
+        rx,
+        undo: Some(undo),
+    };
+    let reply = (&mut waiting.rx).await;
+    waiting.undo = None;
+    let reply = reply.map_err(|_| {
+        Error::from(redis::RedisError::from(std::io::Error::other(
+            "the runtime stopped during a re-entry",
+        )))
+    })?;
+    // An error may come after the script ran (a lost reply): the count may
+    // then stay raised, and the key outlives the scope's last release by at
+    // most one lease, as a crashed holder's would.
+    if !reply.map_err(|e| Error::from(e).with_key(name))? {
+        // The scope's hold is gone: expired, or taken over.
+        return Ok(None);
+    }
+    tracing::debug!(key = %name, "lock re-entered");
+    let hold = Hold::reentered(client.clone(), kind, name.clone(), held);
+    Ok(Some(LockGuard::new(hold)))
+}
+
+/// Takes back one re-entry of a shared owner field.
+#[derive(Clone)]
+struct Undo {
+    conn: Connection,
+    kind: Kind,
+    name: Arc<str>,
+    field: Arc<str>,
+    lease_ms: u64,
+}
+
+impl Undo {
+    fn run(&self) {
+        release::in_background(
+            &self.conn,
+            self.kind,
+            &self.name,
+            &self.field,
+            self.lease_ms,
+            None,
+        );
+    }
+}
+
+/// The caller's end of a re-entry. Dropped before its reply was taken (the
+/// caller was cancelled), it closes the channel, so that from then on the
+/// task's send fails and the task undoes a success, and undoes a success
+/// that arrived before.
+struct ReentryReply {
+    rx: oneshot::Receiver<Result<bool, redis::RedisError>>,
+    /// `None` once the reply was taken.
+    undo: Option<Undo>,
+}
+
+impl Drop for ReentryReply {
+    fn drop(&mut self) {
+        if let Some(undo) = self.undo.take() {
+            self.rx.close();
+            if let Ok(Ok(true)) = self.rx.try_recv() {
+                undo.run();
+            }
+        }
+    }
 }

@@ -1,109 +1,237 @@
-//! Backoff for waiters that cannot wait on a release message.
+//! The waiting engine: how any primitive waits for its turn.
 //!
-//! Waiters normally sleep until the lock's release message (see
-//! [`crate::pubsub`]). These jittered exponential steps are for the rest:
-//! waiters whose subscription failed, and retries after a lost connection or
-//! a time-out. A step is capped by the holder's remaining TTL (so an expired
-//! lock is retried as soon as it can be free) and by the caller's remaining
-//! wait (so a busy error is never late).
+//! A primitive supplies a [`Contender`]: one attempt (which reads "busy,
+//! with this much time to live"), the channel its release is announced on,
+//! and what to do when it must start over or give up. The engine does the
+//! rest, the same way for every primitive:
+//!
+//! 1. attempt;
+//! 2. busy: join the channel (one shared subscription per channel per
+//!    client, see [`crate::pubsub`]) and, once the subscription is
+//!    confirmed, attempt once more, so that a release between the first
+//!    attempt and the subscription is not missed;
+//! 3. sleep until a release message, the holder's remaining time to live
+//!    or the caller's deadline, whichever comes first (polling with
+//!    [`crate::backoff`] while the subscription is not confirmed), then
+//!    attempt again;
+//! 4. a lost connection or a time-out is retried with backoff until the
+//!    deadline, under a new owner ([`Contender::restart`]); any other
+//!    error ends the wait; at the deadline the contender gives up and the
+//!    caller gets a busy error (or the last transient error).
+//!
+//! # Cancel safety
+//!
+//! The engine holds only local state: its subscription (dropping it leaves
+//! the channel) and a wake-up it received but did not use yet (a
+//! [`Baton`], passed on to the next local waiter when dropped). What an
+//! attempt may have left in Redis is the contender's to take back when it
+//! is dropped (see [`crate::cancel`]).
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
+use std::future::Future;
 use std::time::Duration;
 
-/// First backoff step; doubled per failed attempt up to [`MAX_STEP`].
-const FIRST_STEP: Duration = Duration::from_millis(2);
-/// Largest backoff step: bounds the hand-off delay once the lock is freed.
-const MAX_STEP: Duration = Duration::from_millis(64);
+use tokio::time::Instant;
+use tracing::Instrument;
 
-/// Sleeps before acquire attempt number `attempt + 1`.
+use crate::pubsub::{Baton, Subscription};
+use crate::{Client, Error, backoff};
+
+/// What one attempt found.
+pub(crate) enum Attempt<T> {
+    Acquired(T),
+    /// Held by someone else, with this much time to live (`None`: unknown,
+    /// or no expiry).
+    Busy(Option<Duration>),
+}
+
+/// A primitive's side of waiting.
+pub(crate) trait Contender: Send {
+    /// What a successful attempt gives (a guard, a permit).
+    type Acquired: Send;
+
+    /// The name in busy errors and spans.
+    fn name(&self) -> &str;
+
+    /// Makes one attempt.
+    fn attempt(&mut self) -> impl Future<Output = Result<Attempt<Self::Acquired>, Error>> + Send;
+
+    /// The channel on which this contender is woken.
+    fn channel(&self) -> String;
+
+    /// How often the contender must attempt again, whatever it waits for
+    /// (a fair waiter refreshes its place in the queue); `None`: only when
+    /// woken or when the holder's lease runs out.
+    fn refresh(&self) -> Option<Duration>;
+
+    /// An attempt's outcome is unknown (a lost reply): it may have taken
+    /// the lock, and its withdrawal is on its way in the background, so the
+    /// contender goes on under a new owner that the withdrawal cannot hit.
+    fn restart(&mut self);
+
+    /// The wait ran out: leave no trace (a queue place, say).
+    fn give_up(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// Attempts until `contender` acquires or `wait` passes (`None`: no limit).
 ///
-/// `holder_ttl` is the lock's remaining time to live as the last attempt
-/// saw it (`None` when the key had no expiry); `remaining` is what is left
-/// of the caller's wait (`None` for an unbounded wait).
-pub(crate) async fn pause(attempt: u32, holder_ttl: Option<Duration>, remaining: Option<Duration>) {
-    tokio::time::sleep(backoff(attempt, holder_ttl, remaining, random_unit())).await;
-}
-
-/// Sleeps before retrying after a lost connection or a time-out: the same
-/// jittered steps, but up to [`MAX_ERROR_STEP`], so a down server is not
-/// hammered.
-pub(crate) async fn pause_after_error(attempt: u32, remaining: Option<Duration>) {
-    let step = step(attempt, MAX_ERROR_STEP);
-    tokio::time::sleep(jittered(step, None, remaining, random_unit())).await;
-}
-
-/// Largest step between retries after errors.
-const MAX_ERROR_STEP: Duration = Duration::from_millis(256);
-
-fn step(attempt: u32, max: Duration) -> Duration {
-    FIRST_STEP.saturating_mul(1u32 << attempt.min(16)).min(max)
-}
-
-/// The pure part of [`pause`]: `unit` is a random number in `[0, 1)`.
-fn backoff(
-    attempt: u32,
-    holder_ttl: Option<Duration>,
-    remaining: Option<Duration>,
-    unit: f64,
-) -> Duration {
-    jittered(step(attempt, MAX_STEP), holder_ttl, remaining, unit)
-}
-
-fn jittered(
-    step: Duration,
-    holder_ttl: Option<Duration>,
-    remaining: Option<Duration>,
-    unit: f64,
-) -> Duration {
-    // "Equal jitter": at least half a step, so waiters neither spin nor all
-    // wake at once.
-    let mut sleep = step / 2 + step.mul_f64(unit.clamp(0.0, 1.0) / 2.0);
-    if let Some(ttl) = holder_ttl {
-        // One extra millisecond: PTTL rounds down, and waking a moment after
-        // expiry beats waking a moment before it.
-        sleep = sleep.min(ttl + Duration::from_millis(1));
+/// # Errors
+///
+/// Busy at the deadline, the last transient error if the last attempt
+/// failed with one, or the first other error.
+pub(crate) async fn wait<C: Contender>(
+    client: &Client,
+    contender: &mut C,
+    wait: Option<Duration>,
+) -> Result<C::Acquired, Error> {
+    let started = Instant::now();
+    // A wait too long to represent as an instant is no wait limit.
+    let deadline = wait.and_then(|w| started.checked_add(w));
+    let mut waiting = Waiting {
+        client,
+        refresh: contender.refresh(),
+        joined: None,
+        baton: None,
+        backoff: 0,
+    };
+    loop {
+        let outcome = contender.attempt().await;
+        // The wake-up that led here is used once the attempt ran; after an
+        // error it may not have, and dropping the baton hands the wake-up
+        // to the next local waiter.
+        if let (Some(baton), Ok(_)) = (waiting.baton.take(), &outcome) {
+            baton.used();
+        }
+        let holder_ttl = match outcome {
+            Ok(Attempt::Acquired(acquired)) => return Ok(acquired),
+            Ok(Attempt::Busy(ttl)) => Ok(ttl),
+            Err(e) if e.is_transient() => {
+                contender.restart();
+                if waiting
+                    .joined
+                    .as_ref()
+                    .is_some_and(|j| j.channel != contender.channel())
+                {
+                    waiting.joined = None;
+                }
+                Err(e)
+            }
+            Err(e) => return Err(e),
+        };
+        let remaining = match deadline {
+            Some(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    contender.give_up().await;
+                    return Err(holder_ttl
+                        .err()
+                        .unwrap_or_else(|| Error::busy(contender.name(), now - started)));
+                }
+                Some(deadline - now)
+            }
+            None => None,
+        };
+        match holder_ttl {
+            Ok(ttl) => waiting.until_woken(contender, ttl, remaining).await,
+            Err(_) => {
+                backoff::pause_after_error(waiting.backoff, remaining).await;
+                waiting.backoff = waiting.backoff.saturating_add(1);
+            }
+        }
     }
-    if let Some(remaining) = remaining {
-        sleep = sleep.min(remaining);
-    }
-    sleep
 }
 
-/// A random number in `[0, 1)`; std's per-process random hasher keys are
-/// enough for jitter and save a dependency.
-fn random_unit() -> f64 {
-    let bits = RandomState::new().build_hasher().finish() >> 11;
-    bits as f64 / (1u64 << 53) as f64
+/// The engine's state between attempts.
+struct Waiting<'a> {
+    client: &'a Client,
+    refresh: Option<Duration>,
+    joined: Option<Joined>,
+    /// The wake-up that ended the last sleep, until an attempt used it.
+    baton: Option<Baton>,
+    /// Polling and error retries made so far, for the backoff's step.
+    backoff: u32,
+}
+
+/// This waiter's membership of its channel.
+struct Joined {
+    sub: Subscription,
+    channel: String,
+    /// Confirmed by the server: from then on every release is heard.
+    ready: bool,
+}
+
+impl Waiting<'_> {
+    /// Waits for the next reason to attempt again: returns at once when a
+    /// new subscription was just confirmed (retry once), else sleeps until
+    /// a message, the holder's `holder_ttl`, the `remaining` wait or the
+    /// refresh period.
+    async fn until_woken<C: Contender>(
+        &mut self,
+        contender: &C,
+        holder_ttl: Option<Duration>,
+        remaining: Option<Duration>,
+    ) {
+        match &mut self.joined {
+            // A subscription that failed has since been retried and works:
+            // retry once, then wait on it.
+            Some(joined) if !joined.ready && joined.sub.is_ready() => {
+                joined.ready = true;
+                return;
+            }
+            Some(_) => {}
+            None => {
+                let channel = contender.channel();
+                let sub = self.client.subscribe(channel.clone());
+                // Already subscribed for other local waiters: a release
+                // since our attempt has woken one of them or left a stored
+                // wake-up for us, so no retry is needed.
+                let already = sub.is_ready();
+                let ready = already || sub.ready(cap(remaining, self.refresh)).await;
+                self.joined = Some(Joined {
+                    sub,
+                    channel,
+                    ready,
+                });
+                if ready && !already {
+                    return;
+                }
+            }
+        }
+        let Some(joined) = &self.joined else { return };
+        let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
+        let sleep = cap(cap(holder_expiry, remaining), self.refresh);
+        let span =
+            tracing::debug_span!("wait", key = %contender.name(), woken = tracing::field::Empty);
+        if joined.ready {
+            self.baton = joined.sub.wait(sleep).instrument(span.clone()).await;
+            span.record("woken", self.baton.is_some());
+        } else {
+            backoff::pause(self.backoff, holder_ttl, sleep)
+                .instrument(span)
+                .await;
+            self.backoff = self.backoff.saturating_add(1);
+        }
+    }
+}
+
+/// The smaller of two optional limits (`None`: no limit).
+fn cap(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
     #[test]
-    fn steps_grow_then_cap() {
-        assert_eq!(backoff(0, None, None, 0.0), ms(1));
-        assert_eq!(backoff(0, None, None, 1.0), ms(2));
-        assert_eq!(backoff(3, None, None, 0.0), ms(8));
-        assert_eq!(backoff(30, None, None, 1.0), MAX_STEP);
-    }
-
-    #[test]
-    fn capped_by_holder_ttl_and_remaining_wait() {
-        assert_eq!(backoff(10, Some(ms(5)), None, 1.0), ms(6));
-        assert_eq!(backoff(10, Some(ms(50)), Some(ms(3)), 1.0), ms(3));
-        assert_eq!(backoff(10, None, Some(Duration::ZERO), 1.0), Duration::ZERO);
-    }
-
-    #[test]
-    fn random_unit_is_in_range_and_varies() {
-        let samples: Vec<f64> = (0..64).map(|_| random_unit()).collect();
-        assert!(samples.iter().all(|u| (0.0..1.0).contains(u)));
-        assert!(samples.windows(2).any(|w| w[0] != w[1]));
+    fn cap_takes_the_smaller_limit() {
+        let ms = Duration::from_millis;
+        assert_eq!(cap(Some(ms(3)), Some(ms(2))), Some(ms(2)));
+        assert_eq!(cap(None, Some(ms(2))), Some(ms(2)));
+        assert_eq!(cap(Some(ms(3)), None), Some(ms(3)));
+        assert_eq!(cap(None, None), None);
     }
 }

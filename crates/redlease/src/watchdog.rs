@@ -1,7 +1,8 @@
 //! The watchdog: one task per client renews every watchdog-mode lock it holds.
 //!
 //! Every `timeout / 3` the task renews all registered locks in batches of
-//! [`BATCH`] keys per `EVALSHA` of [`scripts::RENEW`], which checks the owner
+//! [`BATCH`] keys per call of the renewal script ([`scripts::lock::renew`]),
+//! which checks the owner
 //! field and re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls
 //! pipelined on the connection. Rules:
 //!
@@ -30,15 +31,16 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use redis::aio::ConnectionManager;
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, sleep_until};
 
 use ::metrics::SharedString;
 
-use crate::LostReason;
+use crate::connection::Connection;
+use crate::lost::{LostReason, LostSignal};
 use crate::metrics::{self, Tally};
 use crate::scripts;
+use crate::scripts::lock::Renewed;
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
@@ -51,9 +53,6 @@ const BATCH: usize = 100;
 /// acquires and unlocks share the connection and, during a round, queue
 /// behind at most this many renewals.
 const IN_FLIGHT: usize = 8;
-
-/// The signal a guard waits on in [`LockGuard::lost`](crate::LockGuard::lost).
-pub(crate) type LostSender = Arc<watch::Sender<Option<LostReason>>>;
 
 /// The client's handle on its watchdog task and registry.
 pub(crate) struct Watchdog {
@@ -89,12 +88,12 @@ struct Entry {
     label: SharedString,
     /// When the lease could have expired by our clock.
     deadline: Instant,
-    lost: LostSender,
+    lost: LostSignal,
 }
 
 impl Watchdog {
     pub(crate) fn start(
-        conn: ConnectionManager,
+        conn: Connection,
         timeout: Duration,
         stop: oneshot::Receiver<()>,
     ) -> Watchdog {
@@ -120,7 +119,7 @@ impl Watchdog {
         field: Arc<str>,
         label: SharedString,
         sent_at: Instant,
-        lost: LostSender,
+        lost: LostSignal,
     ) -> u64 {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let deadline = sent_at + self.shared.timeout;
@@ -185,7 +184,7 @@ impl Shared {
         let mut state = self.lock();
         state.entries.retain(|_, e| {
             if e.deadline <= now {
-                e.lost.send_replace(Some(LostReason::RenewalFailed));
+                e.lost.set(LostReason::RenewalFailed);
                 lost.push((e.key.clone(), e.label.clone()));
                 false
             } else {
@@ -211,7 +210,7 @@ fn retry_interval(period: Duration) -> Duration {
 
 type Round = Pin<Box<dyn Future<Output = bool> + Send>>;
 
-async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Receiver<()>) {
+async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<()>) {
     let period = shared.timeout / 3;
     let mut next_round = Instant::now() + period;
     let mut round: Option<Round> = None;
@@ -242,7 +241,7 @@ async fn run(shared: Arc<Shared>, conn: ConnectionManager, mut stop: oneshot::Re
 
 /// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
 /// returns false if any batch failed.
-async fn renew_all(shared: Arc<Shared>, conn: ConnectionManager) -> bool {
+async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
     let ids: Vec<u64> = shared.lock().entries.keys().copied().collect();
     let mut chunks = ids.chunks(BATCH);
     let mut batches = FuturesUnordered::new();
@@ -259,12 +258,15 @@ async fn renew_all(shared: Arc<Shared>, conn: ConnectionManager) -> bool {
     }
 }
 
+/// A lock of a renewal batch: id, name, owner field, metrics label.
+type Batched = (u64, Arc<str>, Arc<str>, SharedString);
+
 /// Renews the locks of `chunk` still registered, in one call; returns false
 /// if the call failed.
-async fn renew_batch(shared: &Shared, mut conn: ConnectionManager, chunk: &[u64]) -> bool {
+async fn renew_batch(shared: &Shared, conn: Connection, chunk: &[u64]) -> bool {
     // Read the entries just before sending: a lock deregistered while
     // earlier batches were in flight must not be renewed again.
-    let batch: Vec<(u64, Arc<str>, Arc<str>, SharedString)> = {
+    let batch: Vec<Batched> = {
         let entries = &shared.lock().entries;
         chunk
             .iter()
@@ -278,58 +280,17 @@ async fn renew_batch(shared: &Shared, mut conn: ConnectionManager, chunk: &[u64]
     if batch.is_empty() {
         return true;
     }
-    let mut call = scripts::RENEW.prepare_invoke();
-    call.arg(shared.timeout_ms);
-    for (_, key, field, _) in &batch {
-        call.key(&**key).arg(&**field);
-    }
+    let call = scripts::lock::renew(
+        shared.timeout_ms,
+        batch.iter().map(|(_, key, field, _)| (&**key, &**field)),
+    );
     let sent_at = Instant::now();
-    match call.invoke_async::<Vec<i64>>(&mut conn).await {
-        Ok(renewed) if renewed.len() == batch.len() => {
-            let now = Instant::now();
-            let mut renewals = Tally::default();
-            let mut lost = Vec::new();
-            let mut state = shared.lock();
-            let entries = &mut state.entries;
-            for ((id, key, _, label), ok) in batch.iter().zip(renewed) {
-                if ok == 1 {
-                    renewals.add(label);
-                    // A lock whose deadline passed while this call was in
-                    // flight stays lost, whether or not it was reported
-                    // yet (`is_lost()` may have answered true already):
-                    // the key expires within one timeout of this renewal.
-                    match entries.get_mut(id) {
-                        Some(e) if e.deadline <= now => {
-                            e.lost.send_replace(Some(LostReason::RenewalFailed));
-                            lost.push((key, label, LostReason::RenewalFailed));
-                            entries.remove(id);
-                        }
-                        Some(e) => e.deadline = sent_at + shared.timeout,
-                        None => {}
-                    }
-                } else if let Some(e) = entries.remove(id) {
-                    e.lost.send_replace(Some(LostReason::OwnerChanged));
-                    lost.push((key, label, LostReason::OwnerChanged));
-                }
-            }
-            // Reported after the lock is let go: acquires and unlocks
-            // take it.
-            drop(state);
-            for (key, label, reason) in lost {
-                match reason {
-                    LostReason::OwnerChanged => {
-                        tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
-                    }
-                    _ => {
-                        tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
-                    }
-                }
-                metrics::lost(label, reason);
-            }
-            renewals.record(metrics::renewals);
+    match conn.run::<Renewed>(&call).await {
+        Ok(Renewed(renewed)) if renewed.len() == batch.len() => {
+            shared.apply(&batch, &renewed, sent_at);
             true
         }
-        Ok(renewed) => {
+        Ok(Renewed(renewed)) => {
             tracing::error!(
                 expected = batch.len(),
                 found = renewed.len(),
@@ -346,8 +307,55 @@ async fn renew_batch(shared: &Shared, mut conn: ConnectionManager, chunk: &[u64]
     }
 }
 
+impl Shared {
+    /// Records a renewal sent at `sent_at`: `renewed[i]` says whether
+    /// `batch[i]` was still ours.
+    fn apply(&self, batch: &[Batched], renewed: &[bool], sent_at: Instant) {
+        let now = Instant::now();
+        let mut renewals = Tally::default();
+        let mut lost = Vec::new();
+        let mut state = self.lock();
+        let entries = &mut state.entries;
+        for ((id, key, _, label), &ok) in batch.iter().zip(renewed) {
+            if ok {
+                renewals.add(label);
+                // A lock whose deadline passed while this call was in
+                // flight stays lost, whether or not it was reported yet
+                // (`is_lost()` may have answered true already): the key
+                // expires within one timeout of this renewal.
+                match entries.get_mut(id) {
+                    Some(e) if e.deadline <= now => {
+                        e.lost.set(LostReason::RenewalFailed);
+                        lost.push((key, label, LostReason::RenewalFailed));
+                        entries.remove(id);
+                    }
+                    Some(e) => e.deadline = sent_at + self.timeout,
+                    None => {}
+                }
+            } else if let Some(e) = entries.remove(id) {
+                e.lost.set(LostReason::OwnerChanged);
+                lost.push((key, label, LostReason::OwnerChanged));
+            }
+        }
+        // Reported after the lock is let go: acquires and unlocks take it.
+        drop(state);
+        for (key, label, reason) in lost {
+            match reason {
+                LostReason::OwnerChanged => {
+                    tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
+                }
+                _ => {
+                    tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
+                }
+            }
+            metrics::lost(label, reason);
+        }
+        renewals.record(metrics::renewals);
+    }
+}
+
 /// Counts a failed renewal of every lock in `batch`.
-fn failed(batch: &[(u64, Arc<str>, Arc<str>, SharedString)]) {
+fn failed(batch: &[Batched]) {
     let mut failures = Tally::default();
     for (_, _, _, label) in batch {
         failures.add(label);
@@ -358,6 +366,12 @@ fn failed(batch: &[(u64, Arc<str>, Arc<str>, SharedString)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::Timeouts;
+
+    const TIMEOUTS: Timeouts = Timeouts {
+        response: Duration::from_secs(1),
+        connect: Duration::from_secs(1),
+    };
 
     #[test]
     fn retry_interval_is_bounded_by_period_and_one_second() {
@@ -375,20 +389,13 @@ mod tests {
     /// reported lost at its deadline, judged by the client's clock.
     #[tokio::test(start_paused = true)]
     async fn overdue_lock_is_reported_lost_at_its_deadline() {
-        let client = redis::Client::open("redis://127.0.0.1:1").unwrap();
-        let conn = ConnectionManager::new_lazy_with_config(
-            client,
-            redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0),
-        )
-        .unwrap();
+        let conn = Connection::lazy("redis://127.0.0.1:1", TIMEOUTS);
         let (_stop_tx, stop_rx) = oneshot::channel();
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
-        let lost: LostSender = Arc::new(watch::channel(None).0);
+        let lost = LostSignal::new();
         let start = Instant::now();
         dog.register("k".into(), "f".into(), "".into(), start, lost.clone());
-        let mut rx = lost.subscribe();
-        let reason = *rx.wait_for(Option::is_some).await.unwrap();
-        assert_eq!(reason, Some(LostReason::RenewalFailed));
+        assert_eq!(lost.wait().await, LostReason::RenewalFailed);
         let at = start.elapsed();
         assert!(at >= Duration::from_millis(300), "lost too early: {at:?}");
         assert!(at < Duration::from_millis(320), "lost too late: {at:?}");
@@ -408,16 +415,17 @@ mod tests {
                 held.push(socket);
             }
         });
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_number_of_retries(0)
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(Duration::from_secs(5)));
-        let conn = ConnectionManager::new_lazy_with_config(client, config).unwrap();
+        let conn = Connection::lazy(
+            &format!("redis://127.0.0.1:{port}"),
+            Timeouts {
+                response: Duration::from_secs(5),
+                connect: Duration::from_secs(5),
+            },
+        );
         let (_stop_tx, stop_rx) = oneshot::channel();
         let start = Instant::now();
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
-        let sender = || -> LostSender { Arc::new(watch::channel(None).0) };
+        let sender = LostSignal::new;
         tokio::time::sleep(Duration::from_millis(50)).await;
         dog.register("a".into(), "f".into(), "".into(), Instant::now(), sender());
         // The first round starts at 100 ms and stalls.
@@ -426,8 +434,7 @@ mod tests {
         // An acquire sent at 0 ms whose reply came late: deadline 300 ms,
         // earlier than the first lock's 350 ms.
         dog.register("b".into(), "f".into(), "".into(), start, late.clone());
-        let mut rx = late.subscribe();
-        rx.wait_for(Option::is_some).await.unwrap();
+        late.wait().await;
         let at = start.elapsed();
         assert!(
             at >= Duration::from_millis(300) && at < Duration::from_millis(310),

@@ -3,7 +3,7 @@
 
 use redis::aio::MultiplexedConnection;
 use redis::{FromRedisValue, RedisResult, Value};
-use redlease::admin;
+use redlease::layout;
 
 /// Hashes with more fields than this are not read: no lock has that many
 /// owners, and a big hash that matched the pattern must not cost much.
@@ -65,8 +65,8 @@ pub(crate) async fn read(
         pipe.cmd("TYPE").arg(name);
         pipe.cmd("PTTL").arg(name);
         pipe.cmd("HLEN").arg(name);
-        pipe.cmd("GET").arg(admin::token_key(name));
-        pipe.cmd("LLEN").arg(admin::queue_key(name));
+        pipe.cmd("GET").arg(layout::token_key(name));
+        pipe.cmd("LLEN").arg(layout::queue_key(name));
     }
     let replies = query(conn, &pipe).await?;
     for (raw, r) in raws.iter_mut().zip(replies.chunks_exact(5)) {
@@ -86,11 +86,11 @@ pub(crate) async fn read(
             false => pipe.cmd("PING"),
         };
         pipe.cmd("LRANGE")
-            .arg(admin::queue_key(&raw.name))
+            .arg(layout::queue_key(&raw.name))
             .arg(0)
             .arg(MAX_QUEUE - 1);
         pipe.cmd("ZRANGEBYSCORE")
-            .arg(admin::timeout_key(&raw.name))
+            .arg(layout::timeout_key(&raw.name))
             .arg("-inf")
             .arg(now.millis())
             .arg("WITHSCORES")
@@ -113,7 +113,7 @@ pub(crate) async fn read(
     for (raw, queue) in raws.iter().zip(&queues) {
         for owner in queue {
             pipe.cmd("ZSCORE")
-                .arg(admin::timeout_key(&raw.name))
+                .arg(layout::timeout_key(&raw.name))
                 .arg(owner);
         }
     }

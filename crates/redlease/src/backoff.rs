@@ -1,0 +1,109 @@
+//! Backoff for waiters that cannot wait on a release message.
+//!
+//! Waiters normally sleep until the lock's release message (see
+//! [`crate::wait`] and [`crate::pubsub`]). These jittered exponential steps are for the rest:
+//! waiters whose subscription failed, and retries after a lost connection or
+//! a time-out. A step is capped by the holder's remaining TTL (so an expired
+//! lock is retried as soon as it can be free) and by the caller's remaining
+//! wait (so a busy error is never late).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+/// First backoff step; doubled per failed attempt up to [`MAX_STEP`].
+const FIRST_STEP: Duration = Duration::from_millis(2);
+/// Largest backoff step: bounds the hand-off delay once the lock is freed.
+const MAX_STEP: Duration = Duration::from_millis(64);
+
+/// Sleeps before acquire attempt number `attempt + 1`.
+///
+/// `holder_ttl` is the lock's remaining time to live as the last attempt
+/// saw it (`None` when the key had no expiry); `remaining` is what is left
+/// of the caller's wait (`None` for an unbounded wait).
+pub(crate) async fn pause(attempt: u32, holder_ttl: Option<Duration>, remaining: Option<Duration>) {
+    tokio::time::sleep(backoff(attempt, holder_ttl, remaining, random_unit())).await;
+}
+
+/// Sleeps before retrying after a lost connection or a time-out: the same
+/// jittered steps, but up to [`MAX_ERROR_STEP`], so a down server is not
+/// hammered.
+pub(crate) async fn pause_after_error(attempt: u32, remaining: Option<Duration>) {
+    let step = step(attempt, MAX_ERROR_STEP);
+    tokio::time::sleep(jittered(step, None, remaining, random_unit())).await;
+}
+
+/// Largest step between retries after errors.
+const MAX_ERROR_STEP: Duration = Duration::from_millis(256);
+
+fn step(attempt: u32, max: Duration) -> Duration {
+    FIRST_STEP.saturating_mul(1u32 << attempt.min(16)).min(max)
+}
+
+/// The pure part of [`pause`]: `unit` is a random number in `[0, 1)`.
+fn backoff(
+    attempt: u32,
+    holder_ttl: Option<Duration>,
+    remaining: Option<Duration>,
+    unit: f64,
+) -> Duration {
+    jittered(step(attempt, MAX_STEP), holder_ttl, remaining, unit)
+}
+
+fn jittered(
+    step: Duration,
+    holder_ttl: Option<Duration>,
+    remaining: Option<Duration>,
+    unit: f64,
+) -> Duration {
+    // "Equal jitter": at least half a step, so waiters neither spin nor all
+    // wake at once.
+    let mut sleep = step / 2 + step.mul_f64(unit.clamp(0.0, 1.0) / 2.0);
+    if let Some(ttl) = holder_ttl {
+        // One extra millisecond: PTTL rounds down, and waking a moment after
+        // expiry beats waking a moment before it.
+        sleep = sleep.min(ttl + Duration::from_millis(1));
+    }
+    if let Some(remaining) = remaining {
+        sleep = sleep.min(remaining);
+    }
+    sleep
+}
+
+/// A random number in `[0, 1)`; std's per-process random hasher keys are
+/// enough for jitter and save a dependency.
+fn random_unit() -> f64 {
+    let bits = RandomState::new().build_hasher().finish() >> 11;
+    bits as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn steps_grow_then_cap() {
+        assert_eq!(backoff(0, None, None, 0.0), ms(1));
+        assert_eq!(backoff(0, None, None, 1.0), ms(2));
+        assert_eq!(backoff(3, None, None, 0.0), ms(8));
+        assert_eq!(backoff(30, None, None, 1.0), MAX_STEP);
+    }
+
+    #[test]
+    fn capped_by_holder_ttl_and_remaining_wait() {
+        assert_eq!(backoff(10, Some(ms(5)), None, 1.0), ms(6));
+        assert_eq!(backoff(10, Some(ms(50)), Some(ms(3)), 1.0), ms(3));
+        assert_eq!(backoff(10, None, Some(Duration::ZERO), 1.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn random_unit_is_in_range_and_varies() {
+        let samples: Vec<f64> = (0..64).map(|_| random_unit()).collect();
+        assert!(samples.iter().all(|u| (0.0..1.0).contains(u)));
+        assert!(samples.windows(2).any(|w| w[0] != w[1]));
+    }
+}

@@ -1,0 +1,313 @@
+//! The holding engine: what every held primitive does between its acquire
+//! and its release.
+//!
+//! A [`Hold`] is registered with the client's watchdog (or, for a fixed
+//! lease, knows when it expires), answers `lost()` and `is_lost()`, releases
+//! owner-checked through its [`Kind`]'s script, and, dropped without a
+//! release, releases in the background. A primitive's guard wraps a `Hold`
+//! and adds only what it shows its users.
+
+use std::sync::Arc;
+
+use ::metrics::SharedString;
+use tokio::time::{Instant, sleep_until};
+use tracing::Instrument;
+
+use crate::kind::Kind;
+use crate::lost::{LostReason, LostSignal};
+use crate::{Client, Error, ErrorKind, metrics, release};
+
+/// How a hold's lease is kept: never both.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LeaseMode {
+    /// Renewed by the client's watchdog.
+    Watchdog,
+    /// Never renewed; gone at `expires_at` by our clock (the acquire was sent
+    /// before this instant minus the lease, so Redis expires it no earlier).
+    Fixed { expires_at: Instant },
+}
+
+/// What a successful acquire granted, with what the hold needs to know
+/// about the request.
+pub(crate) struct Grant {
+    /// The owner field the script wrote.
+    pub(crate) field: Arc<str>,
+    pub(crate) lease_ms: u64,
+    pub(crate) mode: LeaseMode,
+    /// When the acquire request was sent: the lease started no earlier.
+    pub(crate) sent_at: Instant,
+    pub(crate) token: u64,
+    /// The lock's metrics label.
+    pub(crate) label: SharedString,
+}
+
+/// One acquisition's hold, as its guard keeps it.
+pub(crate) struct Hold {
+    client: Client,
+    kind: Kind,
+    name: Arc<str>,
+    /// `<client-id>:<n>`, unique to this acquisition.
+    field: Arc<str>,
+    /// Restored by the release script when other holds of this field remain.
+    lease_ms: u64,
+    mode: LeaseMode,
+    /// Set by the watchdog; a fixed lease is judged by its expiry instead.
+    lost: LostSignal,
+    /// Shared with the guards that re-entered this hold in an owner scope;
+    /// `None` once this guard let go of it.
+    registration: Option<Arc<Registration>>,
+    /// False once the release reply arrived: Drop has nothing left to do.
+    armed: bool,
+    /// Issued by the acquire script.
+    token: u64,
+    /// The lock's metrics label, for a refused unlock.
+    label: SharedString,
+    /// Whether Drop's release counts a refusal ([`metrics::UNLOCK_NOT_OWNER`]):
+    /// not when it retries a release whose reply was lost.
+    count_refusal: bool,
+}
+
+impl Hold {
+    /// Starts holding what `grant` says was acquired: registers it with the
+    /// watchdog unless its lease is fixed.
+    pub(crate) fn new(client: Client, kind: Kind, name: Arc<str>, grant: Grant) -> Hold {
+        let lost = LostSignal::new();
+        let watchdog_id = match grant.mode {
+            LeaseMode::Watchdog => Some(client.watchdog().register(
+                name.clone(),
+                grant.field.clone(),
+                grant.label.clone(),
+                grant.sent_at,
+                lost.clone(),
+            )),
+            LeaseMode::Fixed { .. } => None,
+        };
+        metrics::hold_started(&grant.label);
+        let registration = Arc::new(Registration {
+            client: client.clone(),
+            watchdog_id,
+            label: grant.label.clone(),
+            since: Instant::now(),
+            mode: grant.mode,
+        });
+        Hold {
+            client,
+            kind,
+            name,
+            field: grant.field,
+            lease_ms: grant.lease_ms,
+            mode: grant.mode,
+            lost,
+            registration: Some(registration),
+            armed: true,
+            token: grant.token,
+            label: grant.label,
+            count_refusal: true,
+        }
+    }
+
+    /// One more hold of `held`, re-entered in an owner scope: same owner
+    /// field, lease, loss signal and fencing token, and renewed by the same
+    /// watchdog registration, which lasts until the last guard of the hold
+    /// lets go.
+    pub(crate) fn reentered(client: Client, kind: Kind, name: Arc<str>, held: Held) -> Hold {
+        Hold {
+            client,
+            kind,
+            name,
+            field: held.field,
+            lease_ms: held.lease_ms,
+            mode: held.mode,
+            lost: held.lost,
+            label: held.registration.label.clone(),
+            registration: Some(held.registration),
+            armed: true,
+            token: held.token,
+            count_refusal: true,
+        }
+    }
+
+    /// What a re-entry in an owner scope needs to share this hold; `None`
+    /// once it was let go.
+    pub(crate) fn held(&self) -> Option<Held> {
+        Some(Held {
+            field: self.field.clone(),
+            lease_ms: self.lease_ms,
+            mode: self.mode,
+            lost: self.lost.clone(),
+            registration: self.registration.clone()?,
+            token: self.token,
+        })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn field(&self) -> &str {
+        &self.field
+    }
+
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub(crate) fn mode(&self) -> LeaseMode {
+        self.mode
+    }
+
+    /// Releases the hold, owner-checked, after stopping its renewal. After a
+    /// lost reply the release may not have run, so Drop sends it once more
+    /// in the background.
+    pub(crate) async fn release(&mut self) -> Result<(), Error> {
+        self.registration = None;
+        let span =
+            tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
+        let result = release::release(
+            self.client.conn(),
+            self.kind,
+            &self.name,
+            &self.field,
+            self.lease_ms,
+        )
+        .instrument(span.clone())
+        .await;
+        let outcome = match &result {
+            Ok(()) => "released",
+            Err(e) if e.is_not_owner() => {
+                metrics::unlock_not_owner(&self.label);
+                "not_owner"
+            }
+            Err(_) => "error",
+        };
+        span.record("outcome", outcome);
+        match &result {
+            // Only a lost reply leaves the release undone for sure; then
+            // Drop tries once more in the background. If the first one did
+            // run, the retry finds nothing: no refusal to count then.
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection) => {
+                self.count_refusal = false;
+            }
+            _ => self.armed = false,
+        }
+        result
+    }
+
+    /// Asks Redis whether the hold's owner field is still in the lock hash;
+    /// a key that now holds another type means not held.
+    pub(crate) async fn is_held(&self) -> Result<bool, Error> {
+        let reply = self
+            .client
+            .conn()
+            .query::<bool>(redis::cmd("HEXISTS").arg(&*self.name).arg(&*self.field))
+            .await;
+        match reply.map_err(|e| Error::from(e).with_key(&self.name)) {
+            Err(e) if e.is_wrong_type() => Ok(false),
+            other => other,
+        }
+    }
+
+    /// Resolves when the hold is known or must be assumed lost.
+    pub(crate) async fn lost(&self) -> LostReason {
+        match self.mode {
+            LeaseMode::Watchdog => self.lost.wait().await,
+            LeaseMode::Fixed { expires_at } => tokio::select! {
+                reason = self.lost.wait() => reason,
+                _ = sleep_until(expires_at) => LostReason::Expired,
+            },
+        }
+    }
+
+    /// Whether [`lost`](Hold::lost) would resolve now, or is about to.
+    pub(crate) fn is_lost(&self) -> bool {
+        lost_now(
+            &self.client,
+            self.mode,
+            &self.lost,
+            self.registration.as_deref(),
+        )
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.registration = None;
+        if self.armed {
+            release::in_background(
+                self.client.conn(),
+                self.kind,
+                &self.name,
+                &self.field,
+                self.lease_ms,
+                self.count_refusal.then(|| self.label.clone()),
+            );
+        }
+    }
+}
+
+/// One hold's watchdog registration (none for a fixed lease), shared by
+/// the guards of an owner scope that re-entered it; renewal stops when the
+/// last of them lets go.
+pub(crate) struct Registration {
+    client: Client,
+    watchdog_id: Option<u64>,
+    /// The hold's metrics label and start, for the hold-time histogram when
+    /// the last guard lets go.
+    label: SharedString,
+    since: Instant,
+    /// A fixed lease that ran out before the hold ended is counted as lost
+    /// here: nothing watches its expiry while it is held.
+    mode: LeaseMode,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(id) = self.watchdog_id {
+            self.client.watchdog().deregister(id);
+        }
+        let now = Instant::now();
+        metrics::hold_ended(&self.label, now - self.since);
+        if matches!(self.mode, LeaseMode::Fixed { expires_at } if now >= expires_at) {
+            metrics::lost(&self.label, LostReason::Expired);
+        }
+    }
+}
+
+/// A hold as an owner scope shares it with the guards that re-enter it.
+pub(crate) struct Held {
+    pub(crate) field: Arc<str>,
+    pub(crate) lease_ms: u64,
+    pub(crate) mode: LeaseMode,
+    pub(crate) lost: LostSignal,
+    pub(crate) registration: Arc<Registration>,
+    pub(crate) token: u64,
+}
+
+impl Held {
+    /// Whether the hold is known or must be assumed lost, as
+    /// [`Hold::is_lost`] would answer for its guards: such a hold is not
+    /// re-entered, even while its key is still in Redis.
+    pub(crate) fn is_lost(&self, client: &Client) -> bool {
+        lost_now(client, self.mode, &self.lost, Some(&self.registration))
+    }
+}
+
+/// Whether a hold is lost by now: a fixed lease past its expiry, a watchdog
+/// lock past its deadline (even before the watchdog task has run to report
+/// it), or a loss the watchdog signalled.
+fn lost_now(
+    client: &Client,
+    mode: LeaseMode,
+    lost: &LostSignal,
+    registration: Option<&Registration>,
+) -> bool {
+    let now = Instant::now();
+    // The deadline before the signal: the watchdog removes an overdue entry
+    // and signals in one step, so read the other way round both could be
+    // missed.
+    let overdue = registration
+        .and_then(|r| r.watchdog_id)
+        .is_some_and(|id| client.watchdog().overdue(id, now));
+    let expired = matches!(mode, LeaseMode::Fixed { expires_at } if now >= expires_at);
+    expired || overdue || lost.get().is_some()
+}

@@ -1,0 +1,197 @@
+//! Redisson's data layout: the names of a lock's keys and channels, and the
+//! one model of what Redis holds for a lock ([`LockState`]), shared by the
+//! library, `redlease unlock --force` and `redlease inspect`.
+//!
+//! A lock called `name` is the hash `name`. Every other key and channel of
+//! it follows Redisson's `prefixName` rule, so that both libraries compute
+//! the same names and, in a cluster, all of them land in the lock key's
+//! hash slot: `prefix:{name}`, or `prefix:name` when the name already
+//! contains `{` (the user chose the hash tag).
+
+mod state;
+
+pub use state::{Holder, LockState, Waiter};
+
+/// The prefix of a lock's release channel ([`channel`]).
+pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
+/// The prefix of a lock's fencing counter ([`token_key`]).
+pub const TOKEN_PREFIX: &str = "redisson_lock_token";
+/// The prefix of a fair lock's queue ([`queue_key`]).
+pub const QUEUE_PREFIX: &str = "redisson_lock_queue";
+/// The prefix of a fair lock's waiter deadlines ([`timeout_key`]).
+pub const TIMEOUT_PREFIX: &str = "redisson_lock_timeout";
+/// The prefix of a Redisson read-write lock's channel ([`rwlock_channel`]).
+pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
+/// The prefix of Redisson's unlock latches, short-lived keys its release
+/// writes so that a retried unlock returns its first answer.
+pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
+
+/// The channel on which a release of lock `name` is announced,
+/// `redisson_lock__channel:{name}`. A fair lock's waiter `owner` listens on
+/// [`waiter_channel`].
+pub fn channel(name: &str) -> String {
+    prefixed(CHANNEL_PREFIX, name)
+}
+
+/// The channel on which a fair lock wakes one waiter, `owner`:
+/// `<channel>:<owner>`.
+pub fn waiter_channel(name: &str, owner: &str) -> String {
+    let mut channel = channel(name);
+    channel.push(':');
+    channel.push_str(owner);
+    channel
+}
+
+/// The fencing counter of lock `name`, `redisson_lock_token:{name}`: a
+/// string integer holding the last fencing token issued, in microseconds of
+/// the server's clock when redlease issued it, under the name Redisson's
+/// `RFencedLock` uses, so that both issue tokens from one sequence.
+pub fn token_key(name: &str) -> String {
+    prefixed(TOKEN_PREFIX, name)
+}
+
+/// The fair lock's waiting queue of lock `name`, `redisson_lock_queue:{name}`:
+/// a list of owner fields in arrival order, as Redisson's `RFairLock`.
+pub fn queue_key(name: &str) -> String {
+    prefixed(QUEUE_PREFIX, name)
+}
+
+/// The fair lock's waiter deadlines of lock `name`,
+/// `redisson_lock_timeout:{name}`: a zset of owner fields scored with the
+/// time in milliseconds (server clock) after which the waiter counts as gone.
+pub fn timeout_key(name: &str) -> String {
+    prefixed(TIMEOUT_PREFIX, name)
+}
+
+/// The channel of Redisson's read-write lock `name`,
+/// `redisson_rwlock:{name}`.
+pub fn rwlock_channel(name: &str) -> String {
+    prefixed(RWLOCK_CHANNEL_PREFIX, name)
+}
+
+fn prefixed(prefix: &str, name: &str) -> String {
+    // Pushed rather than `format!`ted: this runs on every acquire and
+    // release, and the formatting machinery costs several times the copy
+    // (callgrind, docs/BENCHMARKS.md).
+    let braced = !name.contains('{');
+    let mut key = String::with_capacity(prefix.len() + name.len() + 3);
+    key.push_str(prefix);
+    key.push(':');
+    if braced {
+        key.push('{');
+    }
+    key.push_str(name);
+    if braced {
+        key.push('}');
+    }
+    key
+}
+
+/// Which auxiliary key of a lock a key is; see [`derived_from`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Derived {
+    /// The fencing counter, [`token_key`].
+    Token,
+    /// The fair lock's queue, [`queue_key`].
+    Queue,
+    /// The fair lock's waiter deadlines, [`timeout_key`].
+    Timeout,
+}
+
+/// Reads a key name as one of a lock's auxiliary keys: which one, and the
+/// lock names it can belong to (first the likelier one).
+///
+/// Two names can derive the same key, since braces are added only when the
+/// name has none: `redisson_lock_queue:{a}` belongs to lock `a` or to lock
+/// `{a}`, so both are returned and the caller checks which exists.
+pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
+    let table = [
+        (TOKEN_PREFIX, Derived::Token),
+        (QUEUE_PREFIX, Derived::Queue),
+        (TIMEOUT_PREFIX, Derived::Timeout),
+    ];
+    let (rest, derived) = table.iter().find_map(|(prefix, d)| {
+        let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
+        Some((rest, *d))
+    })?;
+    if !rest.contains('{') {
+        return None;
+    }
+    let mut names = Vec::new();
+    let inner = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
+    if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
+        names.push(inner.to_owned());
+    }
+    names.push(rest.to_owned());
+    Some((derived, names))
+}
+
+/// Whether `key` is one of Redisson's short-lived keys beside a lock, which
+/// are no lock of their own: an unlock latch, or a read-write lock's
+/// per-hold timeout (`{name}:<owner>:rwlock_timeout:<n>`).
+pub fn is_redisson_aux(key: &str) -> bool {
+    key.strip_prefix(UNLOCK_LATCH_PREFIX)
+        .is_some_and(|rest| rest.starts_with(':'))
+        || key
+            .rsplit_once(":rwlock_timeout:")
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_adds_braces_unless_present() {
+        assert_eq!(channel("orders:1"), "redisson_lock__channel:{orders:1}");
+        assert_eq!(
+            channel("lock:{sku}:7"),
+            "redisson_lock__channel:lock:{sku}:7"
+        );
+    }
+
+    #[test]
+    fn fair_keys_follow_redisson() {
+        assert_eq!(queue_key("a"), "redisson_lock_queue:{a}");
+        assert_eq!(timeout_key("{a}:b"), "redisson_lock_timeout:{a}:b");
+        assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
+    }
+
+    #[test]
+    fn rwlock_channel_follows_the_brace_rule() {
+        assert_eq!(rwlock_channel("a"), "redisson_rwlock:{a}");
+        assert_eq!(rwlock_channel("{a}:b"), "redisson_rwlock:{a}:b");
+    }
+
+    #[test]
+    fn derived_names_round_trip() {
+        for lock in ["orders:1", "lock:{sku}:7", "a"] {
+            for (key, kind) in [
+                (token_key(lock), Derived::Token),
+                (queue_key(lock), Derived::Queue),
+                (timeout_key(lock), Derived::Timeout),
+            ] {
+                let (found, names) = derived_from(&key).expect(&key);
+                assert_eq!(found, kind);
+                assert_eq!(names[0], lock, "{key}");
+            }
+        }
+        // `{a}` derives the same names as `a`; both are offered.
+        assert_eq!(
+            derived_from(&queue_key("{a}")).unwrap().1,
+            vec!["a".to_owned(), "{a}".to_owned()]
+        );
+        assert_eq!(derived_from("orders:1"), None);
+        assert_eq!(derived_from("redisson_lock_token:x"), None);
+        assert_eq!(derived_from("redisson_lock_tokenx:{a}"), None);
+    }
+
+    #[test]
+    fn redisson_aux_keys_are_recognised() {
+        assert!(is_redisson_aux("{lock:d}:u:1:rwlock_timeout:2"));
+        assert!(is_redisson_aux("redisson_unlock_latch:{lock:d}:ab12"));
+        assert!(!is_redisson_aux("{lock:d}:u:1:rwlock_timeout:"));
+        assert!(!is_redisson_aux("lock:d"));
+    }
+}

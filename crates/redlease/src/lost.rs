@@ -1,0 +1,100 @@
+//! [`LostReason`], and the signal that carries it from the watchdog to a
+//! hold's guards.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+/// Why a guard's lock is no longer (or may no longer be) ours; returned by
+/// [`LockGuard::lost`](crate::LockGuard::lost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The fixed lease ran out by our clock.
+    Expired,
+    /// A renewal found the key gone or held by another owner (deleted,
+    /// force-unlocked, or expired and re-acquired).
+    OwnerChanged,
+    /// Renewals failed (Redis unreachable or silent) until the lease could
+    /// have expired by our clock.
+    RenewalFailed,
+}
+
+impl LostReason {
+    /// The reason's name in metrics labels.
+    pub(crate) fn as_label(self) -> &'static str {
+        match self {
+            LostReason::Expired => "expired",
+            LostReason::OwnerChanged => "owner_changed",
+            LostReason::RenewalFailed => "renewal_failed",
+        }
+    }
+}
+
+impl fmt::Display for LostReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LostReason::Expired => "the fixed lease expired",
+            LostReason::OwnerChanged => "the lock was deleted or taken by another owner",
+            LostReason::RenewalFailed => "renewals failed until the lease could have expired",
+        })
+    }
+}
+
+/// One hold's loss signal: set once, by the watchdog, and read by every
+/// guard of the hold. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct LostSignal(Arc<watch::Sender<Option<LostReason>>>);
+
+impl LostSignal {
+    pub(crate) fn new() -> LostSignal {
+        LostSignal(Arc::new(watch::channel(None).0))
+    }
+
+    /// Records the loss; a later call changes nothing.
+    pub(crate) fn set(&self, reason: LostReason) {
+        self.0.send_if_modified(|current| {
+            let first = current.is_none();
+            if first {
+                *current = Some(reason);
+            }
+            first
+        });
+    }
+
+    /// The loss, if recorded.
+    pub(crate) fn get(&self) -> Option<LostReason> {
+        *self.0.borrow()
+    }
+
+    /// Resolves once the loss is recorded.
+    pub(crate) async fn wait(&self) -> LostReason {
+        let mut rx = self.0.subscribe();
+        // Copy the value out: the borrow must not live across an await. The
+        // signal owns a sender, so the channel cannot close while it lives.
+        match rx.wait_for(Option::is_some).await.map(|r| *r) {
+            Ok(Some(reason)) => reason,
+            _ => std::future::pending().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn first_loss_wins_and_wakes_waiters() {
+        let signal = LostSignal::new();
+        assert_eq!(signal.get(), None);
+        let waiter = tokio::spawn({
+            let signal = signal.clone();
+            async move { signal.wait().await }
+        });
+        signal.set(LostReason::OwnerChanged);
+        signal.set(LostReason::RenewalFailed);
+        assert_eq!(waiter.await.unwrap(), LostReason::OwnerChanged);
+        assert_eq!(signal.get(), Some(LostReason::OwnerChanged));
+    }
+}

@@ -1,0 +1,89 @@
+//! The release protocol: owner-checked release, the withdrawal of an
+//! acquisition that must not stand, and both sent in the background.
+
+use std::sync::Arc;
+
+use ::metrics::SharedString;
+
+use crate::Error;
+use crate::connection::Connection;
+use crate::kind::Kind;
+use crate::metrics;
+use crate::scripts::ScriptCall;
+use crate::scripts::lock::Released;
+
+/// Runs the owner-checked release of `field`'s hold of `name` once.
+///
+/// # Errors
+///
+/// An error for which `is_not_owner` is true when the hold was not there
+/// (expired, released, taken over, or the key now holds another type, which
+/// is left untouched); connection and server errors as they come.
+pub(crate) async fn release(
+    conn: &Connection,
+    kind: Kind,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<(), Error> {
+    run(conn, &kind.release(name, lease_ms, field), name).await
+}
+
+/// Takes back an acquisition that must not stand (cancelled, or not
+/// acknowledged by replicas): releases the hold of `field`, and for a fair
+/// lock also removes it from the queue. `conn` must be the connection the
+/// acquire went out on, so that the withdrawal reaches Redis after it.
+pub(crate) async fn withdraw(
+    conn: &Connection,
+    kind: Kind,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<(), Error> {
+    run(conn, &kind.withdraw(name, lease_ms, field), name).await
+}
+
+async fn run(conn: &Connection, call: &ScriptCall, name: &str) -> Result<(), Error> {
+    let reply = conn
+        .run::<Released>(call)
+        .await
+        .map_err(|e| Error::from(e).with_key(name))?;
+    tracing::debug!(key = name, ?reply, "release");
+    match reply {
+        Released::Released => Ok(()),
+        Released::NotOwner => Err(Error::not_owner(name)),
+    }
+}
+
+/// Sends [`withdraw`] on the current runtime without waiting for it; does
+/// nothing without a runtime. Used by Drop and by cancelled acquires. A
+/// guard's release passes its metrics label in `guard_label`, so that a
+/// refusal is counted as an unlock of a lock no longer ours; an acquire's
+/// withdrawal passes `None` (its hold may never have existed).
+pub(crate) fn in_background(
+    conn: &Connection,
+    kind: Kind,
+    name: &Arc<str>,
+    field: &Arc<str>,
+    lease_ms: u64,
+    guard_label: Option<SharedString>,
+) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::debug!(key = %name, "no runtime to release in; the lock will expire after its lease");
+        return;
+    };
+    let (conn, name, field) = (conn.clone(), name.clone(), field.clone());
+    // A runtime that is shutting down drops the task unpolled; the lease
+    // then frees the lock.
+    drop(handle.spawn(async move {
+        match withdraw(&conn, kind, &name, &field, lease_ms).await {
+            Ok(()) => tracing::debug!(key = %name, "released in the background"),
+            Err(e) if e.is_not_owner() => {
+                if let Some(label) = guard_label {
+                    metrics::unlock_not_owner(&label);
+                }
+            }
+            Err(e) => tracing::warn!(key = %name, error = %e, "background release failed; the lock will expire after its lease"),
+        }
+    }));
+}

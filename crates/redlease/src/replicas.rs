@@ -1,0 +1,85 @@
+//! `ClientBuilder::require_replicas`: acquires that must reach replicas
+//! before they count.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::Error;
+use crate::connection::{Connection, Timeouts};
+use crate::kind::Kind;
+use crate::release;
+
+/// How many replicas must acknowledge an acquire, and the connection the
+/// acquires and their `WAIT`s go through.
+pub(crate) struct Replicas {
+    count: u32,
+    wait: Duration,
+    /// Separate from the main connection because `WAIT` blocks the
+    /// connection it runs on: on the main one, a replica that stops
+    /// answering would hold up renewals and releases behind each `WAIT`, and
+    /// then locks would be lost. `WAIT` counts acknowledgements of the
+    /// writes made on its own connection, so the acquire script runs here too.
+    conn: Connection,
+}
+
+impl Replicas {
+    pub(crate) async fn connect(
+        client: &redis::Client,
+        timeouts: Timeouts,
+        count: u32,
+        wait: Duration,
+    ) -> Result<Replicas, Error> {
+        // The reply to `WAIT` comes after up to `wait`.
+        let timeouts = Timeouts {
+            response: timeouts.response + wait,
+            ..timeouts
+        };
+        Ok(Replicas {
+            count,
+            wait,
+            conn: Connection::open(client, timeouts).await?,
+        })
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Waits for the replicas to acknowledge the acquisition of `name` by
+    /// `field` just made on [`conn`](Replicas::conn); if too few do, or a
+    /// fixed lease ends at `lease_end` before they do, withdraws it and
+    /// fails with an error for which `is_not_replicated` is true.
+    pub(crate) async fn acknowledge(
+        &self,
+        kind: Kind,
+        name: &str,
+        field: &str,
+        lease_ms: u64,
+        lease_end: Option<Instant>,
+    ) -> Result<(), Error> {
+        let acked: i64 = self
+            .conn
+            .query(
+                redis::cmd("WAIT")
+                    .arg(self.count)
+                    .arg(self.wait.as_millis() as u64),
+            )
+            .await
+            .map_err(|e| Error::from(e).with_key(name))?;
+        // Acknowledged after a fixed lease ran out, the lock may be someone
+        // else's already: as good as not acknowledged.
+        let in_time = lease_end.is_none_or(|end| Instant::now() < end);
+        if acked >= i64::from(self.count) && in_time {
+            return Ok(());
+        }
+        tracing::warn!(key = %name, acked, required = self.count, "acquire not acknowledged by enough replicas; releasing it");
+        match release::withdraw(&self.conn, kind, name, field, lease_ms).await {
+            // Not ours any more means gone already (a lease shorter than the
+            // wait): withdrawn all the same.
+            Err(e) if !e.is_not_owner() => return Err(e),
+            _ => {}
+        }
+        Err(Error::not_replicated(name, acked, self.count, self.wait))
+    }
+}

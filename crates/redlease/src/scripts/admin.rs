@@ -1,0 +1,244 @@
+//! The operators' script: a forced unlock that ignores the owner, or a
+//! consistent read of what it would remove.
+
+use std::sync::LazyLock;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use crate::layout::{self, Holder, LockState, Waiter};
+
+pub(super) static FORCE_UNLOCK: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("force_unlock", &[NOW_MS, FORCE_UNLOCK_SRC]));
+const FORCE_UNLOCK_SRC: &str = r"
+local kind = redis.call('type', KEYS[1])['ok']
+local fields = {}
+if kind == 'hash' then fields = redis.call('hgetall', KEYS[1]) end
+local pttl = redis.call('pttl', KEYS[1])
+local queue, stale, seen = {}, {}, {}
+local function note(owner, deadline)
+    seen[owner] = true
+    queue[#queue + 1] = owner
+    queue[#queue + 1] = deadline or ''
+    if deadline == false or deadline == nil or tonumber(deadline) <= now then
+        stale[#stale + 1] = owner
+        queue[#queue + 1] = 1
+    else
+        queue[#queue + 1] = 0
+    end
+end
+local fair = redis.call('type', KEYS[3])['ok'] == 'list'
+local deadlines = redis.call('type', KEYS[4])['ok'] == 'zset'
+if fair then
+    for _, owner in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
+        local deadline = false
+        if deadlines then deadline = redis.call('zscore', KEYS[4], owner) end
+        note(owner, deadline)
+    end
+end
+if deadlines then
+    local members = redis.call('zrange', KEYS[4], 0, -1, 'withscores')
+    for i = 1, #members, 2 do
+        if not seen[members[i]] then note(members[i], members[i + 1]) end
+    end
+end
+local changed = 0
+if ARGV[3] == 'expect' then
+    local expected = {}
+    for i = 5, #ARGV do expected[ARGV[i]] = true end
+    if kind ~= ARGV[4] or #fields / 2 ~= #ARGV - 4 then changed = 1 end
+    for i = 1, #fields, 2 do
+        if not expected[fields[i]] then changed = 1 end
+    end
+end
+local removed = 0
+local refused = kind ~= 'hash' and kind ~= 'none' and ARGV[2] ~= 'any'
+if ARGV[2] ~= 'peek' and not refused and changed == 0 then
+    if kind ~= 'none' then
+        redis.call('del', KEYS[1])
+        redis.call('publish', KEYS[2], ARGV[1])
+        for i = 1, #fields, 2 do
+            if fields[i] == 'mode' then redis.call('publish', KEYS[5], 1) end
+        end
+        removed = 1
+    end
+    for _, owner in ipairs(stale) do
+        if fair then redis.call('lrem', KEYS[3], 0, owner) end
+        if deadlines then redis.call('zrem', KEYS[4], owner) end
+    end
+    local head = false
+    if fair then head = redis.call('lindex', KEYS[3], 0) end
+    if head then redis.call('publish', KEYS[2] .. ':' .. head, ARGV[1]) end
+end
+return {kind, fields, pttl, removed, queue, changed}
+";
+
+/// What a forced unlock may remove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// Nothing: only report.
+    Peek,
+    /// The key only when it is a hash (a lock).
+    Hash,
+    /// The key whatever its type.
+    Any,
+}
+
+/// Forced unlock for operators (`redlease unlock --force`), or a report of
+/// what it would remove: no owner check.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel; KEYS\[3\]: its fair
+///   queue; KEYS\[4\]: its waiter deadlines; KEYS\[5\]: Redisson's
+///   read-write lock channel, [`layout::rwlock_channel`].
+/// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek`, `hash` or `any`
+///   as [`Removal`]; ARGV\[3\]: `expect` (only when `expect` is given) to
+///   change nothing unless the key still has the type ARGV\[4\] and exactly
+///   the hash fields ARGV\[5..\] (the owners an operator was shown: a lock
+///   taken over since must not be removed), or absent.
+/// * Returns `{type, fields, pttl, removed, queue, changed}` describing the
+///   key before the call: `type` is the key's `TYPE` (`none` when absent);
+///   `fields` is the hash as `{field, value, ...}` (empty unless a hash);
+///   `pttl` its `PTTL`; `removed` is `1` when the key was deleted;
+///   `queue` lists the fair-lock waiters as `{owner, deadline, stale, ...}`
+///   (list entries first, in order, then deadline-only members; `deadline`
+///   is the zset score in ms, or `''` when missing; `stale` is `1` when the
+///   waiter is gone by the fair lock's rule: no deadline, or one not after
+///   the server's clock, else `0`); `changed` is `1` when ARGV\[3\] was
+///   `expect` and the key no longer matched (nothing was changed). Read by
+///   [`ForceUnlocked`].
+/// * Unless peeking or refused (a non-hash key with `hash`): a deleted key
+///   is announced with the unlock message on KEYS\[2\] (plain waiters), and
+///   with `1` (Redisson's "wake every waiter") on KEYS\[5\] when the hash has
+///   a `mode` field (a read-write lock); stale queue entries are removed
+///   (live waiters keep their place), and if the lock is then free the head
+///   waiter is woken on its own channel, as a fair release does. The
+///   fencing counter is left alone, so tokens keep increasing.
+pub(crate) fn force_unlock(name: &str, removal: Removal, expect: Option<&LockState>) -> ScriptCall {
+    let mut call = ScriptCall::new(&FORCE_UNLOCK)
+        .key(name)
+        .key(layout::channel(name))
+        .key(layout::queue_key(name))
+        .key(layout::timeout_key(name))
+        .key(layout::rwlock_channel(name))
+        .arg(UNLOCK_MESSAGE)
+        .arg(match removal {
+            Removal::Peek => "peek",
+            Removal::Hash => "hash",
+            Removal::Any => "any",
+        });
+    if let Some(seen) = expect {
+        call = call.arg("expect").arg(&seen.key_type);
+        for holder in &seen.holders {
+            call = call.arg(&holder.field);
+        }
+        if seen.mode.is_some() {
+            call = call.arg("mode");
+        }
+    }
+    call
+}
+
+/// A forced unlock's reply, as the lock state it describes (named by the
+/// caller, who knows the name).
+pub(crate) struct ForceUnlocked(pub(crate) LockState);
+
+impl FromRedisValue for ForceUnlocked {
+    fn from_redis_value(v: Value) -> Result<ForceUnlocked, ParsingError> {
+        type Reply = (String, Vec<String>, i64, i64, Vec<String>, i64);
+        let (key_type, fields, pttl_ms, removed, queue, changed): Reply =
+            FromRedisValue::from_redis_value(v)?;
+        let mut holders = Vec::new();
+        let mut mode = None;
+        for pair in fields.chunks_exact(2) {
+            if pair[0] == "mode" {
+                mode = Some(pair[1].clone());
+            } else {
+                holders.push(Holder {
+                    field: pair[0].clone(),
+                    value: pair[1].clone(),
+                });
+            }
+        }
+        let waiters = queue.chunks_exact(3).map(|entry| Waiter {
+            owner: entry[0].clone(),
+            deadline_ms: entry[1].parse().ok(),
+            stale: entry[2] == "1",
+        });
+        Ok(ForceUnlocked(LockState {
+            name: String::new(),
+            key_type,
+            holders,
+            mode,
+            pttl_ms,
+            removed: removed == 1,
+            changed: changed == 1,
+            waiters: waiters.collect(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::packed;
+
+    #[test]
+    fn force_unlock_packs_keys_message_and_removal() {
+        let (keys, args) = packed(&force_unlock("a", Removal::Hash, None));
+        assert_eq!(
+            keys,
+            [
+                "a",
+                "redisson_lock__channel:{a}",
+                "redisson_lock_queue:{a}",
+                "redisson_lock_timeout:{a}",
+                "redisson_rwlock:{a}"
+            ]
+        );
+        assert_eq!(args, ["0", "hash"]);
+        let (_, args) = packed(&force_unlock("a", Removal::Peek, None));
+        assert_eq!(args, ["0", "peek"]);
+    }
+
+    #[test]
+    fn force_unlock_expects_the_fields_it_was_shown() {
+        let seen = LockState {
+            name: "a".into(),
+            key_type: "hash".into(),
+            holders: vec![Holder {
+                field: "u:1".into(),
+                value: "1".into(),
+            }],
+            mode: Some("read".into()),
+            pttl_ms: 5,
+            removed: false,
+            changed: false,
+            waiters: Vec::new(),
+        };
+        let (_, args) = packed(&force_unlock("a", Removal::Any, Some(&seen)));
+        assert_eq!(args, ["0", "any", "expect", "hash", "u:1", "mode"]);
+    }
+
+    #[test]
+    fn reply_reads_holders_mode_and_waiters() {
+        let s = |t: &str| Value::BulkString(t.as_bytes().to_vec());
+        let reply = Value::Array(vec![
+            s("hash"),
+            Value::Array(vec![s("mode"), s("read"), s("u:1"), s("2")]),
+            Value::Int(900),
+            Value::Int(1),
+            Value::Array(vec![s("w:1"), s("12.5"), s("0"), s("w:2"), s(""), s("1")]),
+            Value::Int(0),
+        ]);
+        let ForceUnlocked(state) = ForceUnlocked::from_redis_value(reply).unwrap();
+        assert_eq!(state.mode.as_deref(), Some("read"));
+        assert_eq!(state.holders.len(), 1);
+        assert_eq!(state.holders[0].count(), Some(2));
+        assert_eq!(state.pttl_ms, 900);
+        assert!(state.removed && !state.changed);
+        assert_eq!(state.waiters[0].deadline_ms, Some(12.5));
+        assert!(!state.waiters[0].stale);
+        assert_eq!(state.waiters[1].deadline_ms, None);
+        assert!(state.waiters[1].stale);
+    }
+}

@@ -1,0 +1,215 @@
+//! The fair lock's scripts: Redisson's `RFairLock` queue
+//! ([`layout::queue_key`], a list of owner fields) and waiter deadlines
+//! ([`layout::timeout_key`], a zset), on the same lock hash as the plain
+//! lock.
+//!
+//! The zset scores here are liveness deadlines refreshed by live waiters,
+//! not Redisson's position-based estimates (see DESIGN.md).
+
+use std::sync::LazyLock;
+
+use super::lock::{FENCE, RELEASE_HOLD};
+use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use crate::layout;
+
+/// Shared by the fair-lock scripts (after [`NOW_MS`]): the removal of dead
+/// waiters from the head of the queue (KEYS\[2\] the queue list, KEYS\[3\]
+/// the deadline zset). A waiter whose deadline has passed stopped
+/// refreshing it: it died or lost its connection.
+const PRUNE: &str = r"
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then break end
+    local deadline = redis.call('zscore', KEYS[3], head)
+    if deadline ~= false and tonumber(deadline) > now then break end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+end
+";
+
+pub(super) static ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("fair_acquire", &[NOW_MS, PRUNE, FENCE, ACQUIRE_SRC]));
+const ACQUIRE_SRC: &str = r"
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+    local token = fence(KEYS[4], ARGV[7])
+    if head ~= false then
+        redis.call('lpop', KEYS[2])
+        redis.call('zrem', KEYS[3], ARGV[2])
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, token}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = fence(KEYS[4], ARGV[7])
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, token}
+end
+if ARGV[5] == '1' then
+    if redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
+        redis.call('rpush', KEYS[2], ARGV[2])
+    end
+    head = redis.call('lindex', KEYS[2], 0)
+    if redis.call('exists', KEYS[1]) == 0 and head ~= false and head ~= ARGV[2] then
+        redis.call('publish', ARGV[4] .. ':' .. head, ARGV[6])
+    end
+end
+return {0, redis.call('pttl', KEYS[1])}
+";
+
+/// The four keys every fair script takes, in order: the lock, its queue,
+/// its waiter deadlines and (used by acquire only) its fencing counter.
+fn keys(call: ScriptCall, name: &str) -> ScriptCall {
+    call.key(name)
+        .key(layout::queue_key(name))
+        .key(layout::timeout_key(name))
+        .key(layout::token_key(name))
+}
+
+/// Fair acquire: take the lock in queue order, or (with `enqueue`) join or
+/// refresh the queue.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its queue; KEYS\[3\]: its waiter
+///   deadlines; KEYS\[4\]: its fencing counter.
+/// * ARGV\[1\]: the lease in ms; ARGV\[2\]: the owner field; ARGV\[3\]: the
+///   queue lease in ms (a waiter must call again within it to stay queued);
+///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
+///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
+///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
+///   the fencing counter's time to live in milliseconds.
+/// * Dead waiters are first dropped from the head of the queue. The lock is
+///   taken when it is free and the queue is empty or starts with this owner
+///   (which then leaves the queue), or re-entered when this owner holds it:
+///   returns `{1, token}` as the plain acquire. Otherwise, with ARGV\[5\] =
+///   `1`, the owner is appended to the queue (or, if queued, its deadline
+///   refreshed) with deadline now + ARGV\[3\] in the zset, and, if the lock
+///   is free, the head waiter is woken on its own channel. Returns
+///   `{0, pttl}` with the lock's `PTTL` (`-2` when free but it is someone
+///   else's turn). Read by [`Acquired`](super::lock::Acquired).
+pub(crate) fn acquire(
+    name: &str,
+    lease_ms: u64,
+    field: &str,
+    queue_lease_ms: u64,
+    enqueue: bool,
+    fencing_ttl_ms: u64,
+) -> ScriptCall {
+    keys(ScriptCall::new(&ACQUIRE), name)
+        .arg(lease_ms)
+        .arg(field)
+        .arg(queue_lease_ms)
+        .arg(layout::channel(name))
+        .arg(u8::from(enqueue))
+        .arg(UNLOCK_MESSAGE)
+        .arg(fencing_ttl_ms)
+}
+
+pub(super) static RELEASE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("fair_release", &[NOW_MS, PRUNE, RELEASE_HOLD, RELEASE_SRC]));
+const RELEASE_SRC: &str = r"
+local head = redis.call('lindex', KEYS[2], 0)
+if head ~= false then
+    redis.call('publish', ARGV[4] .. ':' .. head, ARGV[1])
+end
+return 1
+";
+
+/// Fair release: owner-checked, and the next waiter is woken directly.
+///
+/// * KEYS as [`acquire`]; ARGV\[1\]: the unlock message; ARGV\[2\]: the
+///   lease in ms to restore when holds remain; ARGV\[3\]: the owner field;
+///   ARGV\[4\]: the release channel.
+/// * Returns as the plain release: nil when not ours, `0` when holds remain,
+///   `1` when the key was deleted; then the unlock message goes to the
+///   channel of the queue's head (after dropping dead waiters), as in
+///   Redisson. Read by [`Released`](super::lock::Released).
+pub(crate) fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    keys(ScriptCall::new(&RELEASE), name)
+        .arg(UNLOCK_MESSAGE)
+        .arg(lease_ms)
+        .arg(field)
+        .arg(layout::channel(name))
+}
+
+pub(super) static ABANDON: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("fair_abandon", &[NOW_MS, PRUNE, ABANDON_SRC]));
+const ABANDON_SRC: &str = r"
+redis.call('lrem', KEYS[2], 0, ARGV[1])
+redis.call('zrem', KEYS[3], ARGV[1])
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+    if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
+        redis.call('del', KEYS[1])
+    end
+end
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head ~= false then
+        redis.call('publish', ARGV[2] .. ':' .. head, ARGV[3])
+    end
+end
+return 1
+";
+
+/// Fair abandon: a waiter that gives up, or an acquire whose outcome is
+/// unknown, leaves no trace.
+///
+/// * KEYS as [`acquire`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
+///   release channel prefix; ARGV\[3\]: the unlock message.
+/// * Removes the owner from the queue and the zset, releases one hold of the
+///   lock if the owner has it (a key of another type is left alone), and if
+///   the lock is then free wakes the head waiter. Returns `1`.
+pub(crate) fn abandon(name: &str, field: &str) -> ScriptCall {
+    keys(ScriptCall::new(&ABANDON), name)
+        .arg(field)
+        .arg(layout::channel(name))
+        .arg(UNLOCK_MESSAGE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::packed;
+
+    const KEYS: [&str; 4] = [
+        "a",
+        "redisson_lock_queue:{a}",
+        "redisson_lock_timeout:{a}",
+        "redisson_lock_token:{a}",
+    ];
+
+    #[test]
+    fn acquire_packs_lease_owner_queue_lease_channel_enqueue_message_ttl() {
+        let (keys, args) = packed(&acquire("a", 30_000, "u:1", 9_000, true, 5));
+        assert_eq!(keys, KEYS);
+        assert_eq!(
+            args,
+            [
+                "30000",
+                "u:1",
+                "9000",
+                "redisson_lock__channel:{a}",
+                "1",
+                "0",
+                "5"
+            ]
+        );
+        let (_, args) = packed(&acquire("a", 30_000, "u:1", 9_000, false, 5));
+        assert_eq!(args[4], "0");
+    }
+
+    #[test]
+    fn release_packs_message_lease_owner_channel() {
+        let (keys, args) = packed(&release("a", 30_000, "u:1"));
+        assert_eq!(keys, KEYS);
+        assert_eq!(args, ["0", "30000", "u:1", "redisson_lock__channel:{a}"]);
+    }
+
+    #[test]
+    fn abandon_packs_owner_channel_message() {
+        let (keys, args) = packed(&abandon("a", "u:1"));
+        assert_eq!(keys, KEYS);
+        assert_eq!(args, ["u:1", "redisson_lock__channel:{a}", "0"]);
+    }
+}

@@ -1,0 +1,321 @@
+//! The exclusive lock's scripts: acquire (with its fencing token),
+//! re-entry, owner-checked release and the watchdog's batched renewal.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::{Lua, ScriptCall, UNLOCK_MESSAGE};
+use crate::layout;
+
+/// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
+/// fencing token for a lock and returns it.
+///
+/// The token is the larger of the server's clock in microseconds (`TIME`)
+/// and the counter's last value plus one; the counter is then set to it
+/// with the given time to live. So tokens keep increasing when the counter
+/// is gone, whether it expired (an idle lock name leaves no key behind for
+/// ever) or Redis restarted empty, provided the server's clock did not step
+/// back and fewer than one token per microsecond was issued for the name
+/// (a lock hand-off takes several round trips, so this holds by far). An
+/// `INCR` of the counter by Redisson's `RFencedLock` keeps its TTL and
+/// stays in the same sequence.
+///
+/// Tokens stay below 2^53 (the year 2255 in microseconds), so Lua's double
+/// numbers hold them exactly (a counter at 2^53 - 1 or above is an error
+/// rather than a token that fails to increase); `%.0f` writes them without
+/// an exponent. Call it before writing anything: its errors (a counter of
+/// the wrong type or not an integer) must leave the lock untouched.
+pub(super) const FENCE: &str = r"
+local function fence(counter, ttl)
+    local clock = redis.call('time')
+    local token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+    local last = redis.call('get', counter)
+    if last ~= false then
+        last = tonumber(last)
+        if last == nil or last ~= math.floor(last) then
+            error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
+        end
+        if last >= 9007199254740991 then
+            error({err = 'ERR fencing token counter ' .. counter .. ' is at 2^53 - 1 or above'})
+        end
+        if last >= token then
+            token = last + 1
+        end
+    end
+    redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
+    return token
+end
+";
+
+pub(super) static ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("acquire", &[FENCE, ACQUIRE_SRC]));
+const ACQUIRE_SRC: &str = r"
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = fence(KEYS[2], ARGV[3])
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, token}
+end
+return {0, redis.call('pttl', KEYS[1])}
+";
+
+/// Acquire or re-enter lock `name` for owner `field`, and issue a fencing
+/// token.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: the fencing counter,
+///   [`layout::token_key`].
+/// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field;
+///   ARGV\[3\]: the counter's time to live in milliseconds.
+/// * Returns `{1, token}` when acquired (the field's count went up by one,
+///   the key's expiry is now the lease, and `token` is the new fencing
+///   token), otherwise `{0, pttl}` with the key's `PTTL` in milliseconds
+///   (`-1` if someone removed the expiry).
+/// * Raises `WRONGTYPE` when the lock key holds something other than a hash
+///   or the counter something other than a string, and an error when the
+///   counter is not an integer; nothing is written then.
+///
+/// Same semantics as Redisson's `RedissonLock.tryLockInnerAsync`, so an owner
+/// that re-enters (same field) is counted the same way on both sides; as in
+/// Redisson's `RFencedLock`, a re-entry also gets a new token.
+pub fn acquire(name: &str, lease_ms: u64, field: &str, fencing_ttl_ms: u64) -> ScriptCall {
+    ScriptCall::new(&ACQUIRE)
+        .key(name)
+        .key(layout::token_key(name))
+        .arg(lease_ms)
+        .arg(field)
+        .arg(fencing_ttl_ms)
+}
+
+/// What an acquire script answered; the reply of [`acquire`] and of the
+/// fair lock's acquire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Acquired {
+    /// Acquired, with this fencing token.
+    Granted(u64),
+    /// Held by someone else, with this much time to live (`None`: the key
+    /// has no expiry, or is free but it is another fair waiter's turn).
+    Busy(Option<Duration>),
+}
+
+impl FromRedisValue for Acquired {
+    fn from_redis_value(v: Value) -> Result<Acquired, ParsingError> {
+        let (flag, n): (i64, i64) = FromRedisValue::from_redis_value(v)?;
+        Ok(match flag {
+            // fence() never issues less than the server clock in
+            // microseconds, which is positive.
+            1 => Acquired::Granted(n.max(0) as u64),
+            _ => Acquired::Busy(u64::try_from(n).ok().map(Duration::from_millis)),
+        })
+    }
+}
+
+pub(super) static REENTER: LazyLock<Lua> = LazyLock::new(|| Lua::new("reenter", &[REENTER_SRC]));
+const REENTER_SRC: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
+end
+return 0
+";
+
+/// Re-entry of a hold that an owner scope has (see `scope.rs`).
+///
+/// * KEYS\[1\]: the lock key.
+/// * ARGV\[1\]: the hold's lease in milliseconds; ARGV\[2\]: its owner field.
+/// * Returns `1` when the field was present: its count went up by one and
+///   the key's expiry is the lease again. Returns `0` when it was not (the
+///   hold expired or was taken over, or the key now holds a non-hash
+///   value): nothing is written, so a hold that is gone is never revived
+///   under the old guards' shared field.
+///
+/// No new fencing token: the owner is the same, and its guards share the
+/// first acquisition's token.
+pub(crate) fn reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    ScriptCall::new(&REENTER).key(name).arg(lease_ms).arg(field)
+}
+
+/// Shared by the plain and the fair release: with KEYS\[1\] the lock key,
+/// ARGV\[2\] the lease and ARGV\[3\] the owner field, returns nil when the
+/// field is absent or the key is no hash (the lock is not ours; a foreign
+/// value is left untouched), decrements it and returns `0` when holds
+/// remain, or deletes the key and falls through to the caller's
+/// announcement.
+pub(super) const RELEASE_HOLD: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+";
+
+pub(super) static RELEASE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("release", &[RELEASE_HOLD, RELEASE_SRC]));
+const RELEASE_SRC: &str = r"
+redis.call('publish', KEYS[2], ARGV[1])
+return 1
+";
+
+/// Owner-checked release of lock `name` by owner `field`.
+///
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel, [`layout::channel`].
+/// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: the lease in
+///   milliseconds to restore when a re-entered hold is released but others
+///   remain; ARGV\[3\]: the owner field.
+/// * Returns nil when the field is absent or the key holds another type
+///   (not ours: expired, released or taken over), `0` when the count went
+///   down but holds remain, `1` when the key was deleted and the unlock
+///   message published.
+///
+/// Redisson's version also keeps an "unlock latch" key so that a retried
+/// unlock returns its first answer; redlease never re-sends an unlock whose
+/// answer it saw (the owner field is unique per acquisition, so a duplicate
+/// answers nil and is harmless), so the latch is left out.
+pub fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    ScriptCall::new(&RELEASE)
+        .key(name)
+        .key(layout::channel(name))
+        .arg(UNLOCK_MESSAGE)
+        .arg(lease_ms)
+        .arg(field)
+}
+
+/// What a release script answered; the reply of [`release`] and of the fair
+/// lock's release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// The hold is gone from the hash: the key was deleted, or other holds
+    /// of a re-entered owner remain.
+    Released,
+    /// The owner field was not there: the lock is not ours.
+    NotOwner,
+}
+
+impl FromRedisValue for Released {
+    fn from_redis_value(v: Value) -> Result<Released, ParsingError> {
+        let reply: Option<i64> = FromRedisValue::from_redis_value(v)?;
+        Ok(match reply {
+            Some(_) => Released::Released,
+            None => Released::NotOwner,
+        })
+    }
+}
+
+pub(super) static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new("renew", &[RENEW_SRC]));
+const RENEW_SRC: &str = r"
+local renewed = {}
+for i = 1, #KEYS do
+    local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
+    if held == 1 then
+        redis.call('pexpire', KEYS[i], ARGV[1])
+        renewed[i] = 1
+    else
+        renewed[i] = 0
+    end
+end
+return renewed
+";
+
+/// Owner-checked renewal of a batch of locks, for the watchdog:
+/// `locks` are `(lock name, owner field)`.
+///
+/// * KEYS\[1..n\]: lock keys.
+/// * ARGV\[1\]: the lease in milliseconds; ARGV\[1 + i\]: the owner field for
+///   KEYS\[i\].
+/// * Returns an array of n integers: `1` where the field was present and the
+///   key's expiry was reset to the lease, `0` where it was not (the lock is
+///   no longer ours, or the key holds a non-hash value); read by [`Renewed`].
+///
+/// Check and extend happen in one script, so there is no window in which an
+/// expired lock taken by someone else gets extended. `pcall` keeps one key of
+/// the wrong type from failing the renewal of every other lock in the batch.
+pub(crate) fn renew<'a>(
+    lease_ms: u64,
+    locks: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> ScriptCall {
+    let mut call = ScriptCall::new(&RENEW).arg(lease_ms);
+    for (name, field) in locks {
+        call = call.key(name).arg(field);
+    }
+    call
+}
+
+/// What a renewal answered: whether each lock of the batch, in order, was
+/// still ours and renewed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Renewed(pub(crate) Vec<bool>);
+
+impl FromRedisValue for Renewed {
+    fn from_redis_value(v: Value) -> Result<Renewed, ParsingError> {
+        let flags: Vec<i64> = FromRedisValue::from_redis_value(v)?;
+        Ok(Renewed(flags.into_iter().map(|f| f == 1).collect()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::packed;
+
+    fn int(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    #[test]
+    fn acquire_packs_key_counter_lease_owner_ttl() {
+        let (keys, args) = packed(&acquire("orders:1", 30_000, "u:7", 86_400_000));
+        assert_eq!(keys, ["orders:1", "redisson_lock_token:{orders:1}"]);
+        assert_eq!(args, ["30000", "u:7", "86400000"]);
+    }
+
+    #[test]
+    fn acquired_reads_grant_and_busy() {
+        let decode = |a, b| Acquired::from_redis_value(Value::Array(vec![int(a), int(b)]));
+        assert_eq!(decode(1, 42), Ok(Acquired::Granted(42)));
+        assert_eq!(
+            decode(0, 1500),
+            Ok(Acquired::Busy(Some(Duration::from_millis(1500))))
+        );
+        assert_eq!(decode(0, -1), Ok(Acquired::Busy(None)));
+        assert!(Acquired::from_redis_value(Value::Nil).is_err());
+    }
+
+    #[test]
+    fn reenter_packs_key_lease_owner() {
+        let (keys, args) = packed(&reenter("{a}:b", 500, "u:1"));
+        assert_eq!(keys, ["{a}:b"]);
+        assert_eq!(args, ["500", "u:1"]);
+    }
+
+    #[test]
+    fn release_packs_key_channel_message_lease_owner() {
+        let (keys, args) = packed(&release("orders:1", 30_000, "u:7"));
+        assert_eq!(keys, ["orders:1", "redisson_lock__channel:{orders:1}"]);
+        assert_eq!(args, ["0", "30000", "u:7"]);
+    }
+
+    #[test]
+    fn released_reads_nil_as_not_owner() {
+        assert_eq!(
+            Released::from_redis_value(Value::Nil),
+            Ok(Released::NotOwner)
+        );
+        assert_eq!(Released::from_redis_value(int(0)), Ok(Released::Released));
+        assert_eq!(Released::from_redis_value(int(1)), Ok(Released::Released));
+    }
+
+    #[test]
+    fn renew_packs_one_key_and_owner_per_lock() {
+        let (keys, args) = packed(&renew(10, [("a", "u:1"), ("b", "u:2")]));
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(args, ["10", "u:1", "u:2"]);
+        let renewed = Renewed::from_redis_value(Value::Array(vec![int(1), int(0)]));
+        assert_eq!(renewed, Ok(Renewed(vec![true, false])));
+    }
+}

@@ -1,0 +1,228 @@
+//! Every Lua script the crate runs, each next to the one builder that packs
+//! a call of it and the one decoder that reads its reply.
+//!
+//! The data layout is Redisson's `RLock` (see [`crate::layout`]), so that
+//! Java services using Redisson and Rust services using redlease exclude
+//! each other on one key:
+//!
+//! * the lock key is a hash with one field, `<client-uuid>:<owner-id>`, whose
+//!   value is the hold count;
+//! * the lease is the key's expiry, set with `PEXPIRE` in milliseconds;
+//! * a full release deletes the key and publishes `0` on
+//!   `redisson_lock__channel:{<name>}`.
+//!
+//! One file per primitive: `lock.rs` (acquire, re-entry, release, renewal
+//! and the fencing counter), `fair.rs` (the fair lock's queue), `admin.rs`
+//! (the operators' forced unlock). Each script's KEYS/ARGV/return contract
+//! is written on its builder; no other module packs KEYS or ARGV.
+//!
+//! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
+//! and redis-rs loads the script and retries once when the server answers
+//! `NOSCRIPT` (after `SCRIPT FLUSH` or a restart). Scripts are never
+//! pipelined, because that fallback does not apply inside pipelines.
+
+pub(crate) mod admin;
+pub(crate) mod fair;
+pub(crate) mod lock;
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation, ToRedisArgs};
+
+pub use lock::{acquire, release};
+
+/// The message Redisson publishes on a lock's channel when it is released
+/// (`LockPubSub.UNLOCK_MESSAGE`).
+pub(crate) const UNLOCK_MESSAGE: i64 = 0;
+
+/// One call of one script, packed: which script, its KEYS and its ARGV.
+///
+/// Made by the builders in this module (for example [`acquire`]); sent by
+/// the crate's connection with `EVALSHA`, or replayed by a benchmark from
+/// [`evalsha_args`](ScriptCall::evalsha_args).
+#[must_use = "a script call does nothing until it is sent"]
+pub struct ScriptCall {
+    script: &'static Lua,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    fn new(script: &'static LazyLock<Lua>) -> ScriptCall {
+        ScriptCall {
+            script: LazyLock::force(script),
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
+    fn key(mut self, key: impl ToRedisArgs) -> ScriptCall {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    fn arg(mut self, arg: impl ToRedisArgs) -> ScriptCall {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// The script's name, as [`lua_scripts`] lists it.
+    pub fn script_name(&self) -> &'static str {
+        self.script.name
+    }
+
+    /// The script's SHA1, which `EVALSHA` names it by.
+    pub fn sha(&self) -> &'static str {
+        self.script.script.get_hash()
+    }
+
+    /// The call's KEYS, in order.
+    pub fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    /// The call's ARGV, in order.
+    pub fn args(&self) -> &[Vec<u8>] {
+        &self.args
+    }
+
+    /// The whole command: `EVALSHA <sha> <number of keys> KEYS... ARGV...`.
+    pub fn evalsha_args(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(3 + self.keys.len() + self.args.len());
+        out.push(b"EVALSHA".to_vec());
+        out.push(self.sha().as_bytes().to_vec());
+        out.push(self.keys.len().to_string().into_bytes());
+        out.extend(self.keys.iter().cloned());
+        out.extend(self.args.iter().cloned());
+        out
+    }
+
+    /// The call as redis-rs sends it, with its `NOSCRIPT` fallback.
+    pub(crate) fn invocation(&self) -> ScriptInvocation<'static> {
+        let mut call = self.script.script.prepare_invoke();
+        call.key(&self.keys).arg(&self.args);
+        call
+    }
+}
+
+impl fmt::Debug for ScriptCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Owner fields are not secrets, but ARGV may grow to carry some;
+        // counts are enough to tell calls apart in a log.
+        f.debug_struct("ScriptCall")
+            .field("script", &self.script.name)
+            .field("keys", &self.keys.len())
+            .field("args", &self.args.len())
+            .finish()
+    }
+}
+
+/// A script, its name and the source it was built from.
+pub(crate) struct Lua {
+    name: &'static str,
+    source: String,
+    script: Script,
+}
+
+impl Lua {
+    /// Joins `parts` into one script.
+    fn new(name: &'static str, parts: &[&str]) -> Lua {
+        let source = parts.concat();
+        let script = Script::new(&source);
+        Lua {
+            name,
+            source,
+            script,
+        }
+    }
+}
+
+/// Every script the crate runs, as `(name, sha1, source)`, for operators who
+/// pre-load or allow-list scripts and for benchmarks that replay them.
+pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
+    let scripts: [&'static LazyLock<Lua>; 8] = [
+        &lock::ACQUIRE,
+        &lock::REENTER,
+        &lock::RELEASE,
+        &lock::RENEW,
+        &fair::ACQUIRE,
+        &fair::RELEASE,
+        &fair::ABANDON,
+        &admin::FORCE_UNLOCK,
+    ];
+    scripts
+        .into_iter()
+        .map(|lua| {
+            let lua = LazyLock::force(lua);
+            (lua.name, lua.script.get_hash(), lua.source.as_str())
+        })
+        .collect()
+}
+
+/// The server's clock in milliseconds, in a script (`now`).
+const NOW_MS: &str = r"
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+";
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A call's KEYS and ARGV as strings, for the builders' tests.
+    pub(crate) fn packed(call: &ScriptCall) -> (Vec<String>, Vec<String>) {
+        let text = |parts: &[Vec<u8>]| {
+            parts
+                .iter()
+                .map(|p| String::from_utf8(p.clone()).unwrap())
+                .collect()
+        };
+        (text(call.keys()), text(call.args()))
+    }
+
+    #[test]
+    fn listed_scripts_match_what_runs() {
+        let listed = lua_scripts();
+        assert_eq!(listed.len(), 8);
+        for (name, sha, source) in &listed {
+            assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
+        }
+        let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
+        hashes.sort();
+        hashes.dedup();
+        assert_eq!(hashes.len(), 8);
+        let names: Vec<_> = listed.iter().map(|s| s.0).collect();
+        assert_eq!(
+            names,
+            [
+                "acquire",
+                "reenter",
+                "release",
+                "renew",
+                "fair_acquire",
+                "fair_release",
+                "fair_abandon",
+                "force_unlock"
+            ]
+        );
+    }
+
+    #[test]
+    fn evalsha_args_are_the_whole_command() {
+        let call = acquire("a", 30_000, "u:1", 5);
+        let args: Vec<String> = call
+            .evalsha_args()
+            .into_iter()
+            .map(|a| String::from_utf8(a).unwrap())
+            .collect();
+        assert_eq!(args[0], "EVALSHA");
+        assert_eq!(args[1], call.sha());
+        assert_eq!(args[2], "2");
+        assert_eq!(
+            args[3..],
+            ["a", "redisson_lock_token:{a}", "30000", "u:1", "5"]
+        );
+        assert_eq!(call.script_name(), "acquire");
+    }
+}
