@@ -138,7 +138,7 @@ pub(super) static ABANDON: LazyLock<Lua> =
 const ABANDON_SRC: &str = r"
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
-if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then
     if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
         redis.call('del', KEYS[1])
     end

@@ -113,7 +113,7 @@ impl FromRedisValue for Acquired {
 
 pub(super) static REENTER: LazyLock<Lua> = LazyLock::new(|| Lua::new("reenter", &[REENTER_SRC]));
 const REENTER_SRC: &str = r"
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.pcall('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 1
@@ -144,7 +144,7 @@ pub(crate) fn reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
 /// remain, or deletes the key and falls through to the caller's
 /// announcement.
 pub(super) const RELEASE_HOLD: &str = r"
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if redis.pcall('hexists', KEYS[1], ARGV[3]) ~= 1 then
     return nil
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)

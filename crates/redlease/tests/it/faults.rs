@@ -94,23 +94,36 @@ async fn wrong_type_key_is_reported_and_untouched() {
     assert_eq!(pttl(server, &name), -1);
 }
 
-/// A guard whose key was replaced by a non-lock value: `is_held` says no,
-/// and unlock reports the wrong type without deleting the value.
+/// A guard whose key was replaced by a non-lock value no longer holds the
+/// lock, and says so on every path: `is_held` is false, and unlock (plain
+/// and fair) is `is_not_owner`, leaving the foreign value untouched (#12:
+/// unlock answered with a wrong-type error that `is_not_owner` missed).
 #[tokio::test]
-async fn key_replaced_by_string_while_held() {
+async fn issue_12_unlock_of_a_key_replaced_by_a_string_is_not_owner() {
     let server = RedisServer::shared();
     let c = client().await;
-    let name = unique("replaced-by-string");
-    let g = c.lock(&name).try_lock().await.unwrap();
-    redis::cmd("SET")
-        .arg(&name)
-        .arg("v")
-        .exec(&mut server.connection())
-        .unwrap();
-    assert!(!g.is_held().await.unwrap());
-    let err = g.unlock().await.unwrap_err();
-    assert!(err.is_wrong_type(), "{err:?}");
-    assert!(exists(server, &name));
+    for fair in [false, true] {
+        let name = unique("replaced-by-string");
+        let lock = if fair {
+            c.fair_lock(&name)
+        } else {
+            c.lock(&name)
+        };
+        let g = lock.try_lock().await.unwrap();
+        redis::cmd("SET")
+            .arg(&name)
+            .arg("v")
+            .exec(&mut server.connection())
+            .unwrap();
+        assert!(!g.is_held().await.unwrap());
+        let err = g.unlock().await.unwrap_err();
+        assert!(err.is_not_owner(), "fair {fair}: {err:?}");
+        let value: String = redis::cmd("GET")
+            .arg(&name)
+            .query(&mut server.connection())
+            .unwrap();
+        assert_eq!(value, "v", "fair {fair}");
+    }
 }
 
 /// After `SCRIPT FLUSH` every script is reloaded on its own: acquire,
