@@ -47,22 +47,27 @@ async fn fixed_lease_expires_and_hands_over() {
     assert!(!exists(server, &name));
 }
 
-/// A fixed lease is never renewed: the TTL only goes down.
+/// A fixed lease is never renewed: the TTL only goes down. The watchdog's
+/// lease (3 s, renewed every second) is longer than the fixed one (1.5 s),
+/// so one renewal would show as a TTL the fixed lease cannot have (#12: the
+/// first version of this test could not fail).
 #[tokio::test]
 async fn fixed_lease_is_not_renewed() {
     let server = RedisServer::shared();
-    let c = client_with_watchdog(server, Duration::from_millis(90)).await;
+    let c = client_with_watchdog(server, Duration::from_secs(3)).await;
     let name = unique("fixed-not-renewed");
     let g = c
         .lock(&name)
-        .lease(Duration::from_millis(600))
+        .lease(Duration::from_millis(1500))
         .try_lock()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(c.renewing(), 0);
+    // Past the watchdog's first round, a second after the client started.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let ttl = pttl(server, &name);
     assert!(
-        ttl > 0 && ttl <= 360,
+        ttl > 0 && ttl <= 400,
         "fixed lease was extended: pttl {ttl}"
     );
     g.unlock().await.unwrap();
