@@ -1,22 +1,17 @@
-//! `redlease inspect`: a bounded SCAN for lock keys and their problems.
+//! `redlease inspect`: a bounded SCAN for lock keys and their problems. The
+//! reading and the judging are the library's ([`redlease::layout`]); this
+//! module only renders them.
 
-mod model;
-mod read;
+mod json;
 mod table;
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::ExitCode;
 
-use redis::aio::MultiplexedConnection;
-use redlease::layout::{self, Derived};
+use redlease::layout::{self, LockState, StateKind};
 
 use crate::connect::{Target, fail};
 use crate::url_or_default;
-use model::Report;
-
-/// How many keys one SCAN call is asked to look at (its COUNT hint).
-const BATCH: usize = 100;
 
 /// Lists the locks whose keys match a pattern, with their problems.
 ///
@@ -31,7 +26,7 @@ const BATCH: usize = 100;
 /// scanned and keys that are not locks are counted, not listed), a hold
 /// count that is not a positive integer, and fair-queue entries whose
 /// waiters are gone (deadline passed; listed also when the lock key itself
-/// is gone).
+/// is gone). Reads only (no scripts), so it also works on a replica.
 #[derive(Debug, clap::Args)]
 pub(crate) struct InspectArgs {
     /// SCAN MATCH pattern (glob) for lock keys, for example 'lock:*'. Every
@@ -52,21 +47,46 @@ pub(crate) struct InspectArgs {
     json: bool,
 }
 
+/// The answer of one `inspect` call.
+#[derive(Debug)]
+struct Report {
+    pattern: String,
+    scan: layout::Scan,
+    /// Keys that are not locks, left out because no --pattern named them as
+    /// lock keys.
+    not_locks_skipped: usize,
+}
+
+impl Report {
+    fn locks(&self) -> &[LockState] {
+        &self.scan.locks
+    }
+}
+
 pub(crate) async fn main(url: Option<String>, args: InspectArgs) -> ExitCode {
     let target = Target::new(url_or_default(url));
-    let mut conn = match target.connection().await {
-        Ok(conn) => conn,
+    let client = match target.reader().await {
+        Ok(client) => client,
         Err(message) => return fail(&message),
     };
-    let report = match inspect(&mut conn, &args).await {
-        Ok(report) => report,
-        Err(e) => {
-            let e = redlease::Error::from(e);
-            return fail(&target.scrub(&format!("cannot inspect: {e}")));
-        }
+    let pattern = args.pattern.as_deref().unwrap_or("*");
+    let mut scan = match layout::scan(&client, pattern, args.cursor, args.limit).await {
+        Ok(scan) => scan,
+        Err(e) => return fail(&target.scrub(&format!("cannot inspect: {e}"))),
+    };
+    // Scanning everything, most keys are the application's own data: a
+    // wrong_type for each would bury the real problems.
+    let before = scan.locks.len();
+    if args.pattern.is_none() {
+        scan.locks.retain(|s| s.kind() != StateKind::NotALock);
+    }
+    let report = Report {
+        pattern: pattern.to_owned(),
+        not_locks_skipped: before - scan.locks.len(),
+        scan,
     };
     let out = if args.json {
-        match serde_json::to_string_pretty(&report) {
+        match json::render(&report) {
             Ok(json) => json + "\n",
             Err(e) => return fail(&format!("cannot write json: {e}")),
         }
@@ -78,133 +98,7 @@ pub(crate) async fn main(url: Option<String>, args: InspectArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn inspect(
-    conn: &mut MultiplexedConnection,
-    args: &InspectArgs,
-) -> redis::RedisResult<Report> {
-    let mut cursor = args.cursor;
-    let mut budget = args.limit;
-    let mut keys = BTreeSet::new();
-    let mut seen = 0;
-    let pattern = args.pattern.as_deref().unwrap_or("*");
-    loop {
-        let count = budget.min(BATCH as u64);
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count)
-            .query_async(conn)
-            .await?;
-        seen += batch.len();
-        keys.extend(batch);
-        budget -= count;
-        cursor = next;
-        if cursor == 0 || budget == 0 {
-            break;
-        }
-    }
-    let names = lock_names(&keys);
-    let (now, raws) = read::read(conn, &names).await?;
-    let mut locks: Vec<model::Entry> = raws
-        .into_iter()
-        .filter(|raw| !vanished(raw))
-        .map(|raw| model::entry(raw, now))
-        .collect();
-    // Scanning everything, most keys are the application's own data: a
-    // wrong_type for each would bury the real problems.
-    let before = locks.len();
-    if args.pattern.is_none() {
-        locks.retain(|e| e.kind != model::Kind::NotALock);
-    }
-    Ok(Report {
-        pattern: pattern.to_owned(),
-        cursor,
-        complete: cursor == 0,
-        keys_seen: seen,
-        not_locks_skipped: before - locks.len(),
-        locks,
-    })
-}
-
-/// The lock names behind the scanned keys: each key, except auxiliary keys,
-/// which stand for their lock only when it was not scanned itself and they
-/// are a fair queue (a fencing counter outlives its lock by design).
-fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
-    let mut names = BTreeSet::new();
-    let mut queued = Vec::new();
-    for key in keys {
-        match layout::derived_from(key) {
-            Some((Derived::Token, _)) => {}
-            Some((_, candidates)) => queued.push(candidates),
-            None if is_redisson_aux(key) => {}
-            None => {
-                names.insert(key.clone());
-            }
-        }
-    }
-    for candidates in queued {
-        if !candidates.iter().any(|c| keys.contains(c)) {
-            names.insert(candidates[0].clone());
-        }
-    }
-    names.into_iter().collect()
-}
-
-/// Whether a scanned key was gone when it was read, with no fair queue
-/// left under its name: a lock released (or expired) in between, not a
-/// lock to list.
-fn vanished(raw: &read::Raw) -> bool {
-    raw.key_type == "none" && raw.queue_len == 0 && raw.past_deadlines.is_empty()
-}
-
-/// Redisson's short-lived keys beside a lock: read-lock hold timeouts and
-/// unlock latches.
-fn is_redisson_aux(key: &str) -> bool {
-    key.starts_with("redisson_unlock_latch:")
-        || key
-            .rsplit_once(":rwlock_timeout:")
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_gone_since_the_scan_are_not_listed() {
-        let raw = |key_type: &str, queue_len| read::Raw {
-            name: "lock:a".to_owned(),
-            key_type: key_type.to_owned(),
-            pttl_ms: -2,
-            hash_len: 0,
-            fields: None,
-            token: None,
-            queue: Vec::new(),
-            queue_len,
-            past_deadlines: Vec::new(),
-        };
-        assert!(vanished(&raw("none", 0)));
-        assert!(!vanished(&raw("none", 1)), "a queue without its lock");
-        assert!(!vanished(&raw("hash", 0)));
-    }
-
-    #[test]
-    fn auxiliary_keys_attach_to_their_lock() {
-        let keys: BTreeSet<String> = [
-            "lock:a",
-            "redisson_lock_token:{lock:a}",
-            "redisson_lock_queue:{lock:a}",
-            "redisson_lock_timeout:{lock:b}",
-            "redisson_lock_token:{lock:c}",
-            "{lock:d}:u:1:rwlock_timeout:2",
-            "redisson_unlock_latch:{lock:d}:ab12",
-            "plain",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect();
-        assert_eq!(lock_names(&keys), ["lock:a", "lock:b", "plain"]);
-    }
+/// Whether a state is a lock (or read-write lock) hash.
+fn is_lock(state: &LockState) -> bool {
+    matches!(state.kind(), StateKind::Lock | StateKind::ReadWriteLock)
 }

@@ -3,13 +3,15 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::model::{Entry, Kind, Report};
+use redlease::layout::{LockState, StateKind};
+
+use super::{Report, is_lock};
 use crate::duration;
 
 const HEADER: [&str; 7] = ["KEY", "KIND", "OWNERS", "TTL", "AGE", "QUEUE", "PROBLEMS"];
 
 pub(crate) fn render(report: &Report) -> String {
-    let rows: Vec<[String; 7]> = report.locks.iter().map(row).collect();
+    let rows: Vec<[String; 7]> = report.locks().iter().map(row).collect();
     let mut widths = HEADER.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -31,19 +33,20 @@ pub(crate) fn render(report: &Report) -> String {
             line(row);
         }
     }
-    let with_problems: Vec<&Entry> = report
-        .locks
+    let with_problems: Vec<(&LockState, _)> = report
+        .locks()
         .iter()
-        .filter(|e| !e.problems.is_empty())
+        .map(|s| (s, s.problems()))
+        .filter(|(_, problems)| !problems.is_empty())
         .collect();
     if !with_problems.is_empty() {
         out.push_str("\nproblems:\n");
-        for entry in &with_problems {
-            for problem in &entry.problems {
+        for (state, problems) in &with_problems {
+            for problem in problems {
                 let _ = writeln!(
                     out,
                     "  {}: {}: {}",
-                    entry.key,
+                    state.name,
                     problem.kind.name(),
                     problem.message
                 );
@@ -53,9 +56,9 @@ pub(crate) fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "\n{} lock key(s), {} with problems, {} key(s) scanned matching {:?}",
-        report.locks.len(),
+        report.locks().len(),
         with_problems.len(),
-        report.keys_seen,
+        report.scan.keys_seen,
         report.pattern
     );
     if report.not_locks_skipped > 0 {
@@ -65,63 +68,61 @@ pub(crate) fn render(report: &Report) -> String {
             report.not_locks_skipped
         );
     }
-    if !report.complete {
+    if report.scan.cursor != 0 {
         let _ = writeln!(
             out,
             "stopped at --limit; continue with: --cursor {}",
-            report.cursor
+            report.scan.cursor
         );
     }
     out
 }
 
-fn row(e: &Entry) -> [String; 7] {
-    let kind = match (e.kind, &e.mode) {
-        (Kind::Lock, _) => "lock".to_owned(),
-        (Kind::RwLock, Some(mode)) => format!("rwlock:{mode}"),
-        (Kind::RwLock, None) => "rwlock".to_owned(),
-        (Kind::QueueOnly, _) => "queue-only".to_owned(),
-        (Kind::NotALock, _) => e.key_type.clone(),
+fn row(s: &LockState) -> [String; 7] {
+    let kind = match (s.kind(), &s.mode) {
+        (StateKind::Lock, _) => "lock".to_owned(),
+        (StateKind::ReadWriteLock, Some(mode)) => format!("rwlock:{mode}"),
+        (StateKind::ReadWriteLock, None) => "rwlock".to_owned(),
+        (StateKind::QueueOnly, _) => "queue-only".to_owned(),
+        _ => s.key_type.clone(),
     };
-    let owners = e
-        .owners
+    let owners = s
+        .owners()
         .iter()
-        .map(|o| match o.count {
+        .map(|o| match o.count() {
             Some(count) => format!("{} x{count}", o.field),
             None => format!("{} x?", o.field),
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let age = e.age_ms.map_or_else(
-        || "?".to_owned(),
-        |ms| duration::human(Duration::from_millis(ms)),
-    );
-    let stale = e.waiters.iter().filter(|w| w.stale).count();
-    let queue = match (e.queue_len, stale) {
+    let age = s.age().map_or_else(|| "?".to_owned(), duration::human);
+    let stale = s.waiters.iter().filter(|w| w.stale).count();
+    let queue = match (s.queue_len, stale) {
         (0, 0) => "-".to_owned(),
         (n, 0) => n.to_string(),
         (n, s) => format!("{n} ({s} gone)"),
     };
-    let problems = e
-        .problems
+    let problems = s
+        .problems()
         .iter()
         .map(|p| p.kind.name())
         .collect::<Vec<_>>()
         .join(",");
+    let ttl = match (s.pttl_ms, s.key_type.as_str()) {
+        (ms, _) if ms >= 0 => duration::human(Duration::from_millis(ms as u64)),
+        (_, "none") => "-".to_owned(),
+        _ => "never".to_owned(),
+    };
     [
-        e.key.clone(),
+        s.name.clone(),
         kind,
         if owners.is_empty() {
             "-".to_owned()
         } else {
             owners
         },
-        super::model::ttl_cell(e),
-        if matches!(e.kind, Kind::Lock | Kind::RwLock) {
-            age
-        } else {
-            "-".to_owned()
-        },
+        ttl,
+        if is_lock(s) { age } else { "-".to_owned() },
         queue,
         if problems.is_empty() {
             "-".to_owned()

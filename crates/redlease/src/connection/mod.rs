@@ -122,6 +122,17 @@ impl Connection {
         cmd.query_async(&mut manager).await
     }
 
+    /// Sends a pipeline in which one failing command (a key of another
+    /// type) does not fail the others.
+    pub(crate) async fn query_each(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
+        let mut manager = self.manager.clone();
+        let mut pipe = pipe.clone();
+        pipe.ignore_errors().query_async(&mut manager).await
+    }
+
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<(), RedisError> {
         self.manager.clone().subscribe(channel).await
     }

@@ -2,15 +2,21 @@
 //! one model of what Redis holds for a lock ([`LockState`]), shared by the
 //! library, `redlease unlock --force` and `redlease inspect`.
 //!
+//! [`read`] and [`scan`] read lock states with plain commands (no scripts,
+//! nothing written), so they work on replicas too; the forced unlock in
+//! [`admin`](crate::admin) reports the same [`LockState`] from its script.
+//!
 //! A lock called `name` is the hash `name`. Every other key and channel of
 //! it follows Redisson's `prefixName` rule, so that both libraries compute
 //! the same names and, in a cluster, all of them land in the lock key's
 //! hash slot: `prefix:{name}`, or `prefix:name` when the name already
 //! contains `{` (the user chose the hash tag).
 
+mod read;
 mod state;
 
-pub use state::{Holder, LockState, Waiter};
+pub use read::{Scan, read, scan};
+pub use state::{Holder, LockState, Problem, ProblemKind, StateKind, Waiter};
 
 /// The prefix of a lock's release channel ([`channel`]).
 pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";

@@ -1,4 +1,12 @@
-//! [`LockState`]: what Redis holds for one lock name.
+//! [`LockState`]: what Redis holds for one lock name, and what an operator
+//! should look at in it.
+
+use std::time::Duration;
+
+/// Fencing tokens below this (September 2001 in microseconds) were not
+/// issued from the clock (Redisson's `RFencedLock` counts from 1), so they
+/// say nothing about when the lock was taken.
+const CLOCK_TOKEN_FLOOR: u64 = 1_000_000_000_000_000;
 
 /// One field of a lock hash: an owner `<client-id>:<owner>` and its hold
 /// count, as written by redlease or Redisson (a read-write lock's writer is
@@ -17,6 +25,12 @@ impl Holder {
     pub fn count(&self) -> Option<i64> {
         self.value.parse().ok()
     }
+
+    /// Whether the field has the shape of an owner (`<client-id>:<n>`); a
+    /// hash with other fields is some other data, not a lock.
+    pub fn is_owner(&self) -> bool {
+        self.field.contains(':')
+    }
 }
 
 /// One entry of a fair lock's queue.
@@ -32,8 +46,8 @@ pub struct Waiter {
     pub stale: bool,
 }
 
-/// A lock key and its fair queue, as
-/// [`admin::lock_state`](crate::admin::lock_state) reads them or
+/// A lock key and its fair queue, as [`read`](super::read) reads them,
+/// [`admin::lock_state`](crate::admin::lock_state) sees them, or
 /// [`admin::force_unlock`](crate::admin::force_unlock) found them (before it
 /// removed anything).
 #[derive(Clone, Debug, PartialEq)]
@@ -43,14 +57,22 @@ pub struct LockState {
     pub name: String,
     /// The key's Redis type: `hash` for a lock, `none` when absent.
     pub key_type: String,
-    /// The owner fields of a lock hash (not the `mode` field of a
-    /// read-write lock); empty for other types.
+    /// The fields of a lock hash (not the `mode` field of a read-write lock);
+    /// empty for other types, and for a hash too big to be a lock (see
+    /// [`field_count`](LockState::field_count)).
     pub holders: Vec<Holder>,
+    /// How many fields the hash has (`mode` included); 0 for other types.
+    pub field_count: u64,
     /// The `mode` field of a Redisson read-write lock (`read` or `write`).
     pub mode: Option<String>,
     /// The key's `PTTL`: milliseconds to live, `-1` for no expiry, `-2` for
     /// no key.
     pub pttl_ms: i64,
+    /// The lock's fencing counter ([`token_key`](super::token_key)): the
+    /// last fencing token issued for the name, when it holds an integer.
+    pub fencing_token: Option<u64>,
+    /// The server's clock when this was read, in microseconds.
+    pub server_time_us: u64,
     /// Returns true if and only if the key was deleted.
     pub removed: bool,
     /// Returns true if and only if
@@ -58,19 +80,291 @@ pub struct LockState {
     /// found the key different from what it was given (another type or
     /// other owner fields), and so changed nothing.
     pub changed: bool,
-    /// The fair queue: list entries in order, then deadline-only entries.
+    /// The fair queue: list entries in order, then deadline-only entries
+    /// (by [`read`](super::read), at most the first 100 of each, and only
+    /// stale deadline-only entries).
     pub waiters: Vec<Waiter>,
+    /// How many entries the fair queue's list has.
+    pub queue_len: u64,
+}
+
+/// What a key is, judged by [`LockState::kind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StateKind {
+    /// A lock hash (`RLock`, `RFairLock`, redlease).
+    Lock,
+    /// A Redisson `RReadWriteLock` hash (with a `mode` field).
+    ReadWriteLock,
+    /// No lock key, but a fair queue under its name.
+    QueueOnly,
+    /// A key that is no lock hash.
+    NotALock,
+}
+
+/// Something an operator should look at, found by [`LockState::problems`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Problem {
+    /// What kind of problem.
+    pub kind: ProblemKind,
+    /// What was found, for people.
+    pub message: String,
+}
+
+/// The kinds of [`Problem`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// A lock without expiry: a holder that dies keeps it for ever.
+    NoTtl,
+    /// A key that is not a lock hash.
+    WrongType,
+    /// A lock field whose value is not a positive hold count.
+    BadCount,
+    /// Fair-queue entries whose waiters are gone.
+    StaleWaiters,
+}
+
+impl ProblemKind {
+    /// The kind's name in reports: `no_ttl`, `wrong_type`, `bad_count`,
+    /// `stale_waiters`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::NoTtl => "no_ttl",
+            ProblemKind::WrongType => "wrong_type",
+            ProblemKind::BadCount => "bad_count",
+            ProblemKind::StaleWaiters => "stale_waiters",
+        }
+    }
 }
 
 impl LockState {
     /// Returns true if and only if the key is absent and no waiter is
     /// queued: there is nothing to unlock.
     pub fn is_empty(&self) -> bool {
-        self.key_type == "none" && self.waiters.is_empty()
+        self.key_type == "none" && self.waiters.is_empty() && self.queue_len == 0
     }
 
     /// Returns true if and only if the key is a hash, the type of a lock.
     pub fn is_lock(&self) -> bool {
         self.key_type == "hash"
+    }
+
+    /// What the key is: a lock only when it is a hash whose fields are all
+    /// owners (and `mode`), and small enough to have been read.
+    pub fn kind(&self) -> StateKind {
+        match self.key_type.as_str() {
+            "none" => StateKind::QueueOnly,
+            "hash" if self.holders_were_read() && self.holders.iter().all(Holder::is_owner) => {
+                if self.mode.is_some() {
+                    StateKind::ReadWriteLock
+                } else {
+                    StateKind::Lock
+                }
+            }
+            _ => StateKind::NotALock,
+        }
+    }
+
+    /// The holders of a lock; none for a key that is not one.
+    pub fn owners(&self) -> &[Holder] {
+        match self.kind() {
+            StateKind::Lock | StateKind::ReadWriteLock => &self.holders,
+            _ => &[],
+        }
+    }
+
+    /// The fencing token of a lock key, if its counter holds one.
+    pub fn lock_token(&self) -> Option<u64> {
+        self.fencing_token.filter(|_| self.owns_a_lock())
+    }
+
+    /// About how long ago the newest fencing token of the name was issued,
+    /// which is when the current hold was taken if a redlease client took
+    /// it; `None` when unknown (no token, or one not from the clock).
+    pub fn age(&self) -> Option<Duration> {
+        self.lock_token()
+            .filter(|&t| t >= CLOCK_TOKEN_FLOOR && t <= self.server_time_us)
+            .map(|t| Duration::from_millis((self.server_time_us - t) / 1_000))
+    }
+
+    /// What an operator should look at: a lock without expiry, a key that
+    /// is no lock, a bad hold count, fair-queue entries of gone waiters.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let mut problem = |kind, message: String| problems.push(Problem { kind, message });
+        match self.kind() {
+            StateKind::NotALock => problem(ProblemKind::WrongType, self.not_a_lock()),
+            StateKind::Lock | StateKind::ReadWriteLock => {
+                for holder in &self.holders {
+                    if holder.count().is_none_or(|c| c < 1) {
+                        problem(
+                            ProblemKind::BadCount,
+                            format!(
+                                "owner {} has hold count {:?}, expected a positive integer",
+                                holder.field, holder.value
+                            ),
+                        );
+                    }
+                }
+                if self.pttl_ms == -1 {
+                    problem(
+                        ProblemKind::NoTtl,
+                        "never expires (no ttl): if its holder is gone it stays locked for ever"
+                            .to_owned(),
+                    );
+                }
+            }
+            StateKind::QueueOnly => {}
+        }
+        let stale = self.waiters.iter().filter(|w| w.stale).count();
+        if stale > 0 {
+            problem(
+                ProblemKind::StaleWaiters,
+                format!(
+                    "{stale} fair-queue entr{} of gone waiters (deadline passed); the queue's next acquire or `redlease unlock --force` drops them",
+                    if stale == 1 { "y" } else { "ies" }
+                ),
+            );
+        }
+        problems
+    }
+
+    fn owns_a_lock(&self) -> bool {
+        matches!(self.kind(), StateKind::Lock | StateKind::ReadWriteLock)
+    }
+
+    /// Whether every field of a hash is in `holders` (and `mode`).
+    fn holders_were_read(&self) -> bool {
+        let read = self.holders.len() as u64 + u64::from(self.mode.is_some());
+        read == self.field_count
+    }
+
+    fn not_a_lock(&self) -> String {
+        if self.key_type != "hash" {
+            return format!(
+                "holds a {}, not a lock hash (a SET NX lock of another tool?)",
+                self.key_type
+            );
+        }
+        if !self.holders_were_read() {
+            return format!("hash with {} fields, not a lock", self.field_count);
+        }
+        let strangers: Vec<&str> = self
+            .holders
+            .iter()
+            .filter(|h| !h.is_owner())
+            .map(|h| h.field.as_str())
+            .collect();
+        format!(
+            "hash with fields that are not lock owners ({}), not a lock",
+            strangers.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW_US: u64 = 1_800_000_000_000_000;
+
+    fn state(key_type: &str, fields: &[(&str, &str)], pttl_ms: i64) -> LockState {
+        let mut mode = None;
+        let mut holders = Vec::new();
+        for (field, value) in fields {
+            if *field == "mode" {
+                mode = Some(value.to_string());
+            } else {
+                holders.push(Holder {
+                    field: field.to_string(),
+                    value: value.to_string(),
+                });
+            }
+        }
+        LockState {
+            name: "k".to_owned(),
+            key_type: key_type.to_owned(),
+            holders,
+            field_count: fields.len() as u64,
+            mode,
+            pttl_ms,
+            fencing_token: None,
+            server_time_us: NOW_US,
+            removed: false,
+            changed: false,
+            waiters: Vec::new(),
+            queue_len: 0,
+        }
+    }
+
+    fn kinds(s: &LockState) -> Vec<ProblemKind> {
+        s.problems().iter().map(|p| p.kind).collect()
+    }
+
+    #[test]
+    fn a_held_lock_has_no_problem_and_an_age() {
+        let mut s = state("hash", &[("u:1", "1")], 20_000);
+        s.fencing_token = Some(NOW_US - 3_000_000);
+        assert_eq!(s.kind(), StateKind::Lock);
+        assert!(s.problems().is_empty());
+        assert_eq!(s.age(), Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn redisson_tokens_give_no_age() {
+        let mut s = state("hash", &[("u:1", "1")], 20_000);
+        s.fencing_token = Some(7);
+        assert_eq!(s.age(), None);
+        assert_eq!(s.lock_token(), Some(7));
+    }
+
+    #[test]
+    fn problems_are_found() {
+        assert_eq!(
+            kinds(&state("hash", &[("u:1", "1")], -1)),
+            [ProblemKind::NoTtl]
+        );
+        assert_eq!(kinds(&state("string", &[], -1)), [ProblemKind::WrongType]);
+        let s = state("hash", &[("name", "bob")], -1);
+        assert_eq!(
+            (s.kind(), kinds(&s)),
+            (StateKind::NotALock, vec![ProblemKind::WrongType])
+        );
+        assert!(s.owners().is_empty());
+        assert_eq!(
+            kinds(&state("hash", &[("u:1", "x")], 5)),
+            [ProblemKind::BadCount]
+        );
+        let mut big = state("hash", &[], 5);
+        big.field_count = 65;
+        assert_eq!(big.problems()[0].message, "hash with 65 fields, not a lock");
+    }
+
+    #[test]
+    fn read_write_locks_are_locks() {
+        let s = state("hash", &[("mode", "read"), ("u:1", "2"), ("v:3", "1")], 9);
+        assert_eq!(
+            (s.kind(), s.mode.as_deref(), s.owners().len()),
+            (StateKind::ReadWriteLock, Some("read"), 2)
+        );
+        assert!(s.problems().is_empty());
+    }
+
+    #[test]
+    fn stale_waiters_are_a_problem_even_without_a_lock() {
+        let mut s = state("none", &[], -2);
+        let waiter = |stale| Waiter {
+            owner: "a:1".to_owned(),
+            deadline_ms: None,
+            stale,
+        };
+        s.waiters = vec![waiter(true), waiter(false), waiter(true)];
+        assert_eq!(
+            (s.kind(), kinds(&s)),
+            (StateKind::QueueOnly, vec![ProblemKind::StaleWaiters])
+        );
+        assert!(s.problems()[0].message.starts_with("2 fair-queue entries"));
     }
 }

@@ -70,7 +70,12 @@ if ARGV[2] ~= 'peek' and not refused and changed == 0 then
     if fair then head = redis.call('lindex', KEYS[3], 0) end
     if head then redis.call('publish', KEYS[2] .. ':' .. head, ARGV[1]) end
 end
-return {kind, fields, pttl, removed, queue, changed}
+local token = redis.pcall('get', KEYS[6])
+if type(token) ~= 'string' then token = '' end
+local queued = 0
+if fair then queued = redis.call('llen', KEYS[3]) end
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+return {kind, fields, pttl, removed, queue, changed, token, now_us, queued}
 ";
 
 /// What a forced unlock may remove.
@@ -89,13 +94,15 @@ pub(crate) enum Removal {
 ///
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel; KEYS\[3\]: its fair
 ///   queue; KEYS\[4\]: its waiter deadlines; KEYS\[5\]: Redisson's
-///   read-write lock channel, [`layout::rwlock_channel`].
+///   read-write lock channel, [`layout::rwlock_channel`]; KEYS\[6\]: its
+///   fencing counter (only read).
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek`, `hash` or `any`
 ///   as [`Removal`]; ARGV\[3\]: `expect` (only when `expect` is given) to
 ///   change nothing unless the key still has the type ARGV\[4\] and exactly
 ///   the hash fields ARGV\[5..\] (the owners an operator was shown: a lock
 ///   taken over since must not be removed), or absent.
-/// * Returns `{type, fields, pttl, removed, queue, changed}` describing the
+/// * Returns `{type, fields, pttl, removed, queue, changed, token, now,
+///   queued}` describing the
 ///   key before the call: `type` is the key's `TYPE` (`none` when absent);
 ///   `fields` is the hash as `{field, value, ...}` (empty unless a hash);
 ///   `pttl` its `PTTL`; `removed` is `1` when the key was deleted;
@@ -104,8 +111,10 @@ pub(crate) enum Removal {
 ///   is the zset score in ms, or `''` when missing; `stale` is `1` when the
 ///   waiter is gone by the fair lock's rule: no deadline, or one not after
 ///   the server's clock, else `0`); `changed` is `1` when ARGV\[3\] was
-///   `expect` and the key no longer matched (nothing was changed). Read by
-///   [`ForceUnlocked`].
+///   `expect` and the key no longer matched (nothing was changed); `token`
+///   is the fencing counter's value (`''` when it holds none); `now` the
+///   server's clock in microseconds; `queued` the length of the queue list.
+///   Read by [`ForceUnlocked`].
 /// * Unless peeking or refused (a non-hash key with `hash`): a deleted key
 ///   is announced with the unlock message on KEYS\[2\] (plain waiters), and
 ///   with `1` (Redisson's "wake every waiter") on KEYS\[5\] when the hash has
@@ -120,6 +129,7 @@ pub(crate) fn force_unlock(name: &str, removal: Removal, expect: Option<&LockSta
         .key(layout::queue_key(name))
         .key(layout::timeout_key(name))
         .key(layout::rwlock_channel(name))
+        .key(layout::token_key(name))
         .arg(UNLOCK_MESSAGE)
         .arg(match removal {
             Removal::Peek => "peek",
@@ -144,9 +154,25 @@ pub(crate) struct ForceUnlocked(pub(crate) LockState);
 
 impl FromRedisValue for ForceUnlocked {
     fn from_redis_value(v: Value) -> Result<ForceUnlocked, ParsingError> {
-        type Reply = (String, Vec<String>, i64, i64, Vec<String>, i64);
-        let (key_type, fields, pttl_ms, removed, queue, changed): Reply =
-            FromRedisValue::from_redis_value(v)?;
+        let values: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        let [
+            kind,
+            fields,
+            pttl,
+            removed,
+            queue,
+            changed,
+            token,
+            now,
+            queued,
+        ] = <[Value; 9]>::try_from(values)
+            .map_err(|_| ParsingError::from("force_unlock answered the wrong number of values"))?;
+        let key_type: String = FromRedisValue::from_redis_value(kind)?;
+        let fields: Vec<String> = FromRedisValue::from_redis_value(fields)?;
+        let queue: Vec<String> = FromRedisValue::from_redis_value(queue)?;
+        let token: String = FromRedisValue::from_redis_value(token)?;
+        let int = |v: Value| i64::from_redis_value(v);
+        let (pttl_ms, removed, changed) = (int(pttl)?, int(removed)?, int(changed)?);
         let mut holders = Vec::new();
         let mut mode = None;
         for pair in fields.chunks_exact(2) {
@@ -166,13 +192,17 @@ impl FromRedisValue for ForceUnlocked {
         });
         Ok(ForceUnlocked(LockState {
             name: String::new(),
+            field_count: (fields.len() / 2) as u64,
             key_type,
             holders,
             mode,
             pttl_ms,
+            fencing_token: token.parse().ok(),
+            server_time_us: int(now)?.max(0) as u64,
             removed: removed == 1,
             changed: changed == 1,
             waiters: waiters.collect(),
+            queue_len: int(queued)?.max(0) as u64,
         }))
     }
 }
@@ -192,7 +222,8 @@ mod tests {
                 "redisson_lock__channel:{a}",
                 "redisson_lock_queue:{a}",
                 "redisson_lock_timeout:{a}",
-                "redisson_rwlock:{a}"
+                "redisson_rwlock:{a}",
+                "redisson_lock_token:{a}"
             ]
         );
         assert_eq!(args, ["0", "hash"]);
@@ -209,11 +240,15 @@ mod tests {
                 field: "u:1".into(),
                 value: "1".into(),
             }],
+            field_count: 2,
             mode: Some("read".into()),
             pttl_ms: 5,
+            fencing_token: None,
+            server_time_us: 0,
             removed: false,
             changed: false,
             waiters: Vec::new(),
+            queue_len: 0,
         };
         let (_, args) = packed(&force_unlock("a", Removal::Any, Some(&seen)));
         assert_eq!(args, ["0", "any", "expect", "hash", "u:1", "mode"]);
@@ -229,6 +264,9 @@ mod tests {
             Value::Int(1),
             Value::Array(vec![s("w:1"), s("12.5"), s("0"), s("w:2"), s(""), s("1")]),
             Value::Int(0),
+            s("1700000000000000"),
+            Value::Int(1_800_000_000_000_000),
+            Value::Int(1),
         ]);
         let ForceUnlocked(state) = ForceUnlocked::from_redis_value(reply).unwrap();
         assert_eq!(state.mode.as_deref(), Some("read"));
@@ -240,5 +278,8 @@ mod tests {
         assert!(!state.waiters[0].stale);
         assert_eq!(state.waiters[1].deadline_ms, None);
         assert!(state.waiters[1].stale);
+        assert_eq!(state.fencing_token, Some(1_700_000_000_000_000));
+        assert_eq!(state.server_time_us, 1_800_000_000_000_000);
+        assert_eq!((state.field_count, state.queue_len), (2, 1));
     }
 }

@@ -222,3 +222,49 @@ async fn an_acknowledgement_after_the_lease_is_refused() {
     assert!(!exists(&master, &name));
     drop(resume.await.unwrap());
 }
+
+/// The layout reader reads only, so it works on a replica: a lock held on
+/// the master, and a fair waiter queued there, are read back from the
+/// replica with their owner, fencing token and queue (#12).
+#[tokio::test]
+async fn layout_reader_reads_a_replica() {
+    let (master, replica) = master_and_replica();
+    let c = client_with_watchdog(&master, Duration::from_secs(30)).await;
+    let name = unique("replica-read");
+    let guard = c.fair_lock(&name).try_lock().await.unwrap();
+    // A waiter that gave up would leave the queue: queue one by hand, as a
+    // waiter that died would have left itself.
+    redis::cmd("RPUSH")
+        .arg(redlease::layout::queue_key(&name))
+        .arg("gone:1")
+        .exec(&mut master.connection())
+        .unwrap();
+    let _: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(&mut master.connection())
+        .unwrap();
+    let reader = redlease::Client::connect(&replica.url()).await.unwrap();
+    let states = redlease::layout::read(&reader, std::slice::from_ref(&name))
+        .await
+        .unwrap();
+    let state = &states[0];
+    assert_eq!(state.kind(), redlease::layout::StateKind::Lock);
+    assert_eq!(state.owners()[0].field, guard.owner());
+    assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+    assert!(state.pttl_ms > 0);
+    assert_eq!(state.queue_len, 1);
+    assert!(
+        state.waiters[0].stale,
+        "a waiter without a deadline is gone"
+    );
+    let scan = redlease::layout::scan(&reader, "test:replica-read:*", 0, 1000)
+        .await
+        .unwrap();
+    assert_eq!(scan.cursor, 0);
+    assert_eq!(
+        scan.locks.iter().map(|s| &s.name).collect::<Vec<_>>(),
+        [&name]
+    );
+    guard.unlock().await.unwrap();
+}

@@ -1,0 +1,109 @@
+//! `inspect --json`: the report as JSON, for tools. The field names are the
+//! tool's interface; keep them stable.
+
+use serde::Serialize;
+
+use super::{Report, is_lock};
+use redlease::layout::{LockState, StateKind};
+
+#[derive(Serialize)]
+struct ReportJson<'a> {
+    pattern: &'a str,
+    /// `0` when the scan went through every key, else the `--cursor` to go
+    /// on with.
+    cursor: u64,
+    complete: bool,
+    keys_seen: usize,
+    not_locks_skipped: usize,
+    locks: Vec<LockJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct LockJson<'a> {
+    key: &'a str,
+    kind: &'static str,
+    #[serde(rename = "type")]
+    key_type: &'a str,
+    mode: Option<&'a str>,
+    owners: Vec<OwnerJson<'a>>,
+    /// Milliseconds to live; `None` when the key never expires or is absent.
+    ttl_ms: Option<i64>,
+    age_ms: Option<u64>,
+    fencing_token: Option<u64>,
+    queue_len: u64,
+    waiters: Vec<WaiterJson<'a>>,
+    problems: Vec<ProblemJson>,
+}
+
+#[derive(Serialize)]
+struct OwnerJson<'a> {
+    field: &'a str,
+    count: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct WaiterJson<'a> {
+    owner: &'a str,
+    deadline_ms: Option<u64>,
+    stale: bool,
+}
+
+#[derive(Serialize)]
+struct ProblemJson {
+    kind: &'static str,
+    message: String,
+}
+
+pub(super) fn render(report: &Report) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&ReportJson {
+        pattern: &report.pattern,
+        cursor: report.scan.cursor,
+        complete: report.scan.cursor == 0,
+        keys_seen: report.scan.keys_seen,
+        not_locks_skipped: report.not_locks_skipped,
+        locks: report.locks().iter().map(lock).collect(),
+    })
+}
+
+fn lock(state: &LockState) -> LockJson<'_> {
+    LockJson {
+        key: &state.name,
+        kind: match state.kind() {
+            StateKind::Lock => "lock",
+            StateKind::ReadWriteLock => "rwlock",
+            StateKind::QueueOnly => "queue_only",
+            _ => "not_a_lock",
+        },
+        key_type: &state.key_type,
+        mode: state.mode.as_deref().filter(|_| is_lock(state)),
+        owners: state
+            .owners()
+            .iter()
+            .map(|h| OwnerJson {
+                field: &h.field,
+                count: h.count(),
+            })
+            .collect(),
+        ttl_ms: (state.pttl_ms >= 0).then_some(state.pttl_ms),
+        age_ms: state.age().map(|age| age.as_millis() as u64),
+        fencing_token: state.lock_token(),
+        queue_len: state.queue_len,
+        waiters: state
+            .waiters
+            .iter()
+            .map(|w| WaiterJson {
+                owner: &w.owner,
+                deadline_ms: w.deadline_ms.map(|d| d.max(0.0) as u64),
+                stale: w.stale,
+            })
+            .collect(),
+        problems: state
+            .problems()
+            .into_iter()
+            .map(|p| ProblemJson {
+                kind: p.kind.name(),
+                message: p.message,
+            })
+            .collect(),
+    }
+}
