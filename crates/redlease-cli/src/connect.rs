@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 
 /// How long to wait for a connection, and for each reply, on the plain
-/// connections `inspect` uses.
+/// connections the demo uses and on `inspect`'s reader.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A `--url`, with what is needed to print it safely.
@@ -23,31 +23,18 @@ impl Target {
 
     /// The URL with its password replaced by `***`.
     pub(crate) fn redacted(&self) -> String {
-        match userinfo(&self.url) {
-            Some((start, end)) => {
-                let info = &self.url[start..end];
-                let shown = match info.split_once(':') {
-                    Some((user, _)) => format!("{user}:***"),
-                    None => "***".to_owned(),
-                };
-                format!("{}{shown}{}", &self.url[..start], &self.url[end..])
-            }
-            None => self.url.clone(),
-        }
+        redlease::url::redact(&self.url)
     }
 
     /// `message` with every occurrence of the URL's password (as written and
     /// percent-decoded) replaced by `***`, in case a library quoted it.
     pub(crate) fn scrub(&self, message: &str) -> String {
-        let Some((start, end)) = userinfo(&self.url) else {
-            return message.to_owned();
-        };
-        let info = &self.url[start..end];
-        let secret = info.split_once(':').map_or(info, |(_, password)| password);
         let mut out = message.replace(&self.url, &self.redacted());
-        for form in [secret.to_owned(), percent_decode(secret)] {
-            if !form.is_empty() {
-                out = out.replace(&form, "***");
+        if let Some(secret) = redlease::url::password(&self.url) {
+            for form in [secret.to_owned(), percent_decode(secret)] {
+                if !form.is_empty() {
+                    out = out.replace(&form, "***");
+                }
             }
         }
         out
@@ -63,6 +50,18 @@ impl Target {
             builder = builder.watchdog_timeout(timeout);
         }
         builder.build().await.map_err(|e| self.failed(&e))
+    }
+
+    /// A client for reading lock states ([`redlease::layout`]), which
+    /// waits for replies as long as [`connection`](Target::connection):
+    /// a scan's pipelines are bigger than a lock call's.
+    pub(crate) async fn reader(&self) -> Result<redlease::Client, String> {
+        redlease::Client::builder(&self.url)
+            .response_timeout(TIMEOUT)
+            .connection_timeout(TIMEOUT)
+            .build()
+            .await
+            .map_err(|e| self.failed(&e))
     }
 
     /// A plain connection, for reads the lock API does not offer.
@@ -84,14 +83,6 @@ impl Target {
             self.redacted()
         ))
     }
-}
-
-/// The byte range of the user-info part (`user:password`) of a URL. The
-/// last `@` ends it, so that an unencoded `@` in a password stays hidden.
-fn userinfo(url: &str) -> Option<(usize, usize)> {
-    let start = url.find("://")? + 3;
-    let end = start + url[start..].rfind('@')?;
-    Some((start, end))
 }
 
 fn percent_decode(s: &str) -> String {
