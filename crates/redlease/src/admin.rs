@@ -10,9 +10,11 @@
 //! The names of a lock's keys and channels, and the [`LockState`] these
 //! functions return, are in [`crate::layout`].
 
+use crate::client::Client;
+use crate::error::Error;
 use crate::layout::LockState;
+use crate::name;
 use crate::scripts::admin::{ForceUnlocked, Removal, force_unlock as call};
-use crate::{Client, Error, name};
 
 /// Reads lock `name` and its fair queue as [`force_unlock`] would find
 /// them, without changing anything. One script call, so the snapshot is

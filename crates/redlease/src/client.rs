@@ -10,11 +10,11 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::connection::{self, Connection, Timeouts};
-use crate::kind::Kind;
+use crate::error::Error;
+use crate::name;
 use crate::pubsub::{Subscription, Subscriptions};
 use crate::replicas::Replicas;
 use crate::watchdog::Watchdog;
-use crate::{Error, Lock, name};
 
 /// The lease of a watchdog-mode lock when no other timeout is configured,
 /// as in Redisson (`lockWatchdogTimeout`).
@@ -157,31 +157,6 @@ impl Client {
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
             replicas: None,
         }
-    }
-
-    /// Returns a handle to the lock called `name`. Nothing is sent to Redis
-    /// until the handle is used, and the name is checked then.
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), Kind::Plain, name.into())
-    }
-
-    /// Returns a handle to the **fair** lock called `name`: waiters acquire in
-    /// the order they started waiting, across processes, and each release
-    /// wakes only the next waiter in line.
-    ///
-    /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
-    /// handle on one name exclude each other, but a release by one kind does
-    /// not wake waiters of the other: use one kind per name), plus Redisson's `RFairLock`
-    /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
-    /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
-    /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the
-    /// queue; [`try_lock`](Lock::try_lock) acquires only when nobody is
-    /// queued and leaves no trace. A waiter that gives up leaves the queue at
-    /// once; one that dies (or loses its connection) stops refreshing its
-    /// deadline and is dropped from the queue within one
-    /// [watchdog timeout](ClientBuilder::watchdog_timeout).
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), Kind::Fair, name.into())
     }
 
     /// This client's random id, the first part of every owner field it

@@ -5,7 +5,9 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::{Client, Error, LockGuard};
+use crate::client::Client;
+use crate::error::Error;
+use crate::guard::LockGuard;
 
 static DEFAULT: OnceLock<Client> = OnceLock::new();
 

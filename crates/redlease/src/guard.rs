@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::Error;
+use crate::error::Error;
 use crate::hold::{Held, Hold, LeaseMode};
 use crate::lost::LostReason;
 

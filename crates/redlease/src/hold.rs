@@ -13,9 +13,11 @@ use ::metrics::SharedString;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
+use crate::client::Client;
+use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
-use crate::{Client, Error, ErrorKind, metrics, release};
+use crate::{metrics, release};
 
 /// How a hold's lease is kept: never both.
 #[derive(Clone, Copy, Debug)]

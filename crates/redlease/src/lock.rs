@@ -11,12 +11,15 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::cancel::Withdrawal;
+use crate::client::Client;
+use crate::error::Error;
+use crate::guard::LockGuard;
 use crate::hold::{Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
 use crate::scripts::lock::Acquired;
 use crate::wait::{self, Attempt, Contender};
-use crate::{Client, Error, LockGuard, name, scope};
+use crate::{name, scope};
 
 /// A handle to one named lock; made by [`Client::lock`].
 ///
@@ -43,8 +46,38 @@ pub struct Lock {
     label: SharedString,
 }
 
+/// The lock handles a client makes.
+impl Client {
+    /// Returns a handle to the lock called `name`. Nothing is sent to Redis
+    /// until the handle is used, and the name is checked then.
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), Kind::Plain, name.into())
+    }
+
+    /// Returns a handle to the **fair** lock called `name`: waiters acquire in
+    /// the order they started waiting, across processes, and each release
+    /// wakes only the next waiter in line.
+    ///
+    /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
+    /// handle on one name exclude each other, but a release by one kind does
+    /// not wake waiters of the other: use one kind per name), plus Redisson's `RFairLock`
+    /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
+    /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
+    /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the
+    /// queue; [`try_lock`](Lock::try_lock) acquires only when nobody is
+    /// queued and leaves no trace. A waiter that gives up leaves the queue at
+    /// once; one that dies (or loses its connection) stops refreshing its
+    /// deadline and is dropped from the queue within one
+    /// [watchdog timeout](ClientBuilder::watchdog_timeout).
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), Kind::Fair, name.into())
+    }
+}
+
 impl Lock {
-    pub(crate) fn new(client: Client, kind: Kind, name: String) -> Lock {
+    fn new(client: Client, kind: Kind, name: String) -> Lock {
         Lock {
             client,
             kind,

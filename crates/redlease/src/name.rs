@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::Error;
+use crate::error::Error;
 
 /// The longest lock name accepted, in bytes. Redis allows much longer keys,
 /// but a name this long is almost always a bug (a whole payload interpolated

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use ::metrics::SharedString;
 
-use crate::Error;
 use crate::connection::Connection;
+use crate::error::Error;
 use crate::kind::Kind;
 use crate::metrics;
 use crate::scripts::ScriptCall;

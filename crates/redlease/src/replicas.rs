@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::Error;
 use crate::connection::{Connection, Timeouts};
+use crate::error::Error;
 use crate::kind::Kind;
 use crate::release;
 

@@ -16,12 +16,15 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::oneshot;
 
+use crate::client::Client;
 use crate::connection::Connection;
+use crate::error::Error;
+use crate::guard::LockGuard;
 use crate::hold::{Held, Hold, LeaseMode, Registration};
 use crate::kind::Kind;
 use crate::lost::LostSignal;
+use crate::release;
 use crate::scripts;
-use crate::{Client, Error, LockGuard, release};
 
 tokio::task_local! {
     static SCOPE: RefCell<Holds>;

@@ -33,8 +33,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::backoff;
+use crate::client::Client;
+use crate::error::Error;
 use crate::pubsub::{Baton, Subscription};
-use crate::{Client, Error, backoff};
 
 /// What one attempt found.
 pub(crate) enum Attempt<T> {

@@ -3,7 +3,7 @@
 
 use redis::IntoConnectionInfo;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Parses `url` (`redis://[user:password@]host:port[/db]`, `rediss://` with
 /// the `tls-rustls` feature) into a client speaking RESP3, so that release

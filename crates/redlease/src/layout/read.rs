@@ -8,8 +8,9 @@ use redis::{FromRedisValue, RedisError, Value};
 
 use super::{Derived, Holder, LockState, Waiter, derived_from, is_redisson_aux};
 use super::{queue_key, timeout_key, token_key};
+use crate::client::Client;
 use crate::connection::Connection;
-use crate::{Client, Error};
+use crate::error::Error;
 
 /// Hashes with more fields than this are not read: no lock has that many
 /// owners, and a big hash that matched a pattern must not cost much.
