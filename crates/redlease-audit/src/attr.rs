@@ -1,20 +1,22 @@
-//! Recognising `#[distributed_lock(..)]` and reading its arguments the way
-//! the attribute does, so a lock the compiler would reject is reported as a
-//! problem rather than listed.
+//! Recognising `#[distributed_lock(..)]` and reading its arguments through
+//! `redlease-grammar`, the parser the attribute itself uses, so that a lock
+//! the compiler would reject is reported as a problem rather than listed,
+//! and a lock it accepts is listed.
 
-use syn::punctuated::Punctuated;
+use proc_macro2::TokenStream;
+use redlease_grammar::args::{self, DurationArg, RawArgs};
+use redlease_grammar::key::Template;
+use syn::parse::Parse;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, ExprLit, FnArg, Lit, Meta, MetaNameValue, Pat, Signature, Token};
+use syn::{Attribute, Expr, Meta, Signature};
 
-use crate::duration;
-use crate::key::{self, KeyTemplate};
 use crate::model::Timing;
 
 /// The arguments of one attribute.
 #[derive(Debug)]
 pub(crate) struct LockArgs {
     pub(crate) key: String,
-    pub(crate) template: KeyTemplate,
+    pub(crate) template: Template,
     pub(crate) wait: Option<Timing>,
     pub(crate) lease: Option<Timing>,
     pub(crate) client: Option<String>,
@@ -41,16 +43,16 @@ pub(crate) fn is_lock_attribute(attr: &Attribute) -> bool {
 }
 
 /// Reads the attribute's arguments; `sig` is the function it is on, whose
-/// argument names the key's placeholders must use.
+/// argument names the key's placeholders must use. The error holds every
+/// mistake the attribute would report about its arguments.
 pub(crate) fn parse(attr: &Attribute, sig: &Signature) -> syn::Result<LockArgs> {
-    let list = match &attr.meta {
-        Meta::List(list) => list,
-        Meta::Path(path) => {
-            return Err(syn::Error::new(
-                path.span(),
-                "`#[distributed_lock]` needs arguments, at least `key = \"..\"`",
-            ));
-        }
+    // Where the attribute's own errors about the whole list point, as the
+    // compiler shows them: at the attribute.
+    let site = attr.span();
+    let raw = match &attr.meta {
+        // `#[distributed_lock]`: the attribute gets an empty list.
+        Meta::Path(_) => syn::parse2::<RawArgs>(TokenStream::new())?,
+        Meta::List(list) => list.parse_args_with(RawArgs::parse)?,
         Meta::NameValue(nv) => {
             return Err(syn::Error::new(
                 nv.eq_token.span,
@@ -58,102 +60,32 @@ pub(crate) fn parse(attr: &Attribute, sig: &Signature) -> syn::Result<LockArgs> 
             ));
         }
     };
-    let args = list.parse_args_with(Punctuated::<MetaNameValue, Token![,]>::parse_terminated)?;
-
-    let mut key: Option<(String, proc_macro2::Span)> = None;
-    let mut wait = None;
-    let mut lease = None;
-    let mut client = None;
-    for arg in &args {
-        let name = arg
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let duplicate = match name.as_str() {
-            "key" => key.is_some(),
-            "wait" => wait.is_some(),
-            "lease" => lease.is_some(),
-            "client" => client.is_some(),
-            _ => {
-                return Err(syn::Error::new(
-                    arg.path.span(),
-                    "unknown argument; expected `key`, `wait`, `lease` or `client`",
-                ));
-            }
-        };
-        if duplicate {
-            return Err(syn::Error::new(
-                arg.path.span(),
-                format!("`{name}` is given twice"),
-            ));
+    let parsed = raw.validate(site).map_err(|invalid| {
+        // The attribute checks the key's placeholders even when another
+        // option is wrong; so does the audit, to report what it reports.
+        let mut error = invalid.error;
+        if let Some(key) = &invalid.key
+            && let Err(e) = args::check_references(key, sig)
+        {
+            error.combine(e);
         }
-        match name.as_str() {
-            "key" => {
-                key = Some((
-                    string_literal(&arg.value, "key", "\"orders:lock:{id}\"")?,
-                    arg.value.span(),
-                ))
-            }
-            "wait" => wait = Some(timing(&arg.value, "wait")?),
-            "lease" => {
-                let parsed = timing(&arg.value, "lease")?;
-                // PEXPIRE 0 deletes the key: a zero lease is never held.
-                if parsed.duration.is_zero() {
-                    return Err(syn::Error::new(
-                        arg.value.span(),
-                        "lease must be longer than 0s",
-                    ));
-                }
-                lease = Some(parsed);
-            }
-            _ => client = Some(source_text(&arg.value)),
-        }
-    }
-    let Some((key, key_span)) = key else {
-        return Err(syn::Error::new(list.span(), "missing `key = \"..\"`"));
-    };
-    let template = key::parse(&key).map_err(|message| syn::Error::new(key_span, message))?;
-    if let Some(names) = argument_names(sig)
-        && let Some(unknown) = template
-            .placeholders
-            .iter()
-            .find(|p| !names.iter().any(|n| n == key::root(p)))
-    {
-        return Err(syn::Error::new(
-            key_span,
-            format!(
-                "key placeholder `{{{unknown}}}` names no argument of `{}`",
-                sig.ident
-            ),
-        ));
-    }
+        error
+    })?;
+    args::check_references(&parsed.key, sig)?;
     Ok(LockArgs {
-        key,
-        template,
-        wait,
-        lease,
-        client,
+        key: parsed.key.lit.value(),
+        template: parsed.key.template,
+        wait: parsed.wait.map(timing),
+        lease: parsed.lease.map(timing),
+        client: parsed.client.as_ref().map(source_text),
     })
 }
 
-fn string_literal(value: &Expr, name: &str, example: &str) -> syn::Result<String> {
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => Ok(s.value()),
-        other => Err(syn::Error::new(
-            other.span(),
-            format!("`{name}` must be a string literal like {example}"),
-        )),
+fn timing(arg: DurationArg) -> Timing {
+    Timing {
+        text: arg.lit.value(),
+        duration: arg.value,
     }
-}
-
-fn timing(value: &Expr, name: &str) -> syn::Result<Timing> {
-    let text = string_literal(value, name, "\"15s\"")?;
-    let duration =
-        duration::parse(&text).map_err(|message| syn::Error::new(value.span(), message))?;
-    Ok(Timing { text, duration })
 }
 
 /// The expression as written in the source (`self.locks`), falling back to
@@ -162,20 +94,4 @@ fn source_text(expr: &Expr) -> String {
     expr.span()
         .source_text()
         .unwrap_or_else(|| quote::ToTokens::to_token_stream(expr).to_string())
-}
-
-/// The names the key may use: each argument's, and `self` for methods.
-/// `None` when an argument is a pattern (`(a, b): (u32, u32)`), where the
-/// check is skipped rather than risk a false problem.
-fn argument_names(sig: &Signature) -> Option<Vec<String>> {
-    sig.inputs
-        .iter()
-        .map(|input| match input {
-            FnArg::Receiver(_) => Some("self".to_owned()),
-            FnArg::Typed(typed) => match &*typed.pat {
-                Pat::Ident(ident) => Some(ident.ident.to_string()),
-                _ => None,
-            },
-        })
-        .collect()
 }

@@ -29,9 +29,12 @@
 //! # Problems
 //!
 //! A file that does not parse, or an attribute whose arguments the attribute
-//! would reject (unknown or repeated argument, missing key, bad duration,
-//! placeholder naming no argument), is reported as a [`Problem`] and the
-//! audit goes on; the locks it hides are missing from the list.
+//! would reject (unknown or repeated argument, missing key, bad duration or
+//! format spec, zero lease or one over 100 years, placeholder naming no
+//! argument), is reported as a [`Problem`] with every such mistake, and the
+//! audit goes on; the locks it hides are missing from the list. Arguments
+//! are read by `redlease-grammar`, the parser the attribute itself uses, so
+//! every lock that compiles is listed.
 //!
 //! # Output
 //!
@@ -53,7 +56,6 @@
 mod attr;
 mod duration;
 mod error;
-mod key;
 mod model;
 mod render;
 mod scan;

@@ -58,7 +58,7 @@ impl Scanner<'_> {
                     file: self.file.to_owned(),
                     line: attribute.pound_token.span.start().line,
                     function,
-                    prefix: args.template.prefix().map(str::to_owned),
+                    prefix: args.template.prefix(),
                     key: args.key,
                     wait: args.wait,
                     lease: args.lease,
@@ -68,8 +68,13 @@ impl Scanner<'_> {
                     file: self.file.to_owned(),
                     line: Some(err.span().start().line),
                     kind: ProblemKind::MalformedAttribute,
+                    // Every mistake, as the compiler would list them.
                     message: format!(
-                        "malformed #[distributed_lock] on `{function}`, not listed: {err}"
+                        "malformed #[distributed_lock] on `{function}`, not listed: {}",
+                        err.into_iter()
+                            .map(|e| e.to_string())
+                            .collect::<Vec<_>>()
+                            .join("; ")
                     ),
                 }),
             }
@@ -262,19 +267,22 @@ async fn ignored() {}
     #[test]
     fn reports_malformed_attributes_with_their_line() {
         let cases = [
-            ("#[distributed_lock]", "needs arguments"),
+            ("#[distributed_lock]", "missing option `key`"),
             (
                 "#[distributed_lock = \"a:{id}\"]",
                 "expected `#[distributed_lock(key",
             ),
-            ("#[distributed_lock(lease = \"1s\")]", "missing `key"),
+            (
+                "#[distributed_lock(lease = \"1s\")]",
+                "missing option `key`",
+            ),
             (
                 "#[distributed_lock(key = \"a:{id}\", wait = \"15 seconds\")]",
-                "duration `15 seconds`",
+                "invalid duration \"15 seconds\"",
             ),
             (
                 "#[distributed_lock(key = \"a:{id}\", lease = \"0s\")]",
-                "longer than 0s",
+                "a lease must be longer than zero",
             ),
             (
                 "#[distributed_lock(key = \"a:{id}\", lease = 15)]",
@@ -282,17 +290,29 @@ async fn ignored() {}
             ),
             (
                 "#[distributed_lock(key = \"a:{id}\", ttl = \"1s\")]",
-                "unknown argument",
+                "unknown option `ttl`",
             ),
             (
                 "#[distributed_lock(key = \"a:{id}\", key = \"b\")]",
-                "`key` is given twice",
+                "duplicate option `key`",
             ),
             (
                 "#[distributed_lock(key = \"a:{nope}\")]",
-                "`{nope}` names no argument of `f`",
+                "`{nope}` in the key is not an argument of `f`; its only argument is `id`",
             ),
-            ("#[distributed_lock(key = \"a:{id\")]", "never closed"),
+            ("#[distributed_lock(key = \"a:{id\")]", "unclosed `{`"),
+            (
+                "#[distributed_lock(key = \"a:{id:y}\")]",
+                "invalid format spec: unknown format trait `y`",
+            ),
+            (
+                "#[distributed_lock(key = \"a:{id}\", lease = \"876000h1ms\")]",
+                "at most 100 years",
+            ),
+            (
+                "#[distributed_lock(key = \"a:{id}\", wait = \"30s1m\")]",
+                "units must go from largest to smallest",
+            ),
             ("#[distributed_lock(key \"a\")]", "expected `=`"),
         ];
         for (attribute, expected) in cases {
@@ -319,9 +339,36 @@ async fn ignored() {}
     }
 
     #[test]
-    fn skips_the_placeholder_check_for_pattern_arguments() {
+    fn reports_every_mistake_of_one_attribute() {
+        let (_, problems) = scan(
+            "#[distributed_lock(key = \"a:{nope}\", wait = \"soon\", retries = 3)]\nasync fn f() {}\n",
+        );
+        let [problem] = problems.as_slice() else {
+            panic!("{problems:?}")
+        };
+        assert_eq!(
+            problem.message,
+            "malformed #[distributed_lock] on `f`, not listed: invalid duration \"soon\": \
+             expected integers each followed by a unit (`ms`, `s`, `m` or `h`), like \"15s\" or \
+             \"1m30s\"; unknown option `retries`; expected `key`, `wait`, `lease` or `client`; \
+             `{nope}` in the key is not an argument of `f`; it takes no arguments"
+        );
+    }
+
+    #[test]
+    fn pattern_arguments_bind_names_as_in_the_attribute() {
         let (locks, problems) =
-            scan("#[distributed_lock(key = \"a:{x}\")]\nasync fn f((x, y): (u8, u8)) {}\n");
+            scan("#[distributed_lock(key = \"a:{x}:{y}\")]\nasync fn f((x, y): (u8, u8)) {}\n");
         assert_eq!((locks.len(), problems.len()), (1, 0));
+        let (locks, problems) =
+            scan("#[distributed_lock(key = \"a:{z}\")]\nasync fn f((x, y): (u8, u8)) {}\n");
+        assert_eq!((locks.len(), problems.len()), (0, 1));
+        assert!(
+            problems[0]
+                .message
+                .contains("its arguments are `x` and `y`"),
+            "{}",
+            problems[0].message
+        );
     }
 }

@@ -3,15 +3,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use redlease_grammar::key::Template;
+
 use crate::duration::format;
 use crate::model::{Declared, Warning, WarningKind};
 
-/// The lease of a watchdog-mode lock: redlease's default watchdog timeout
-/// (`redlease::DEFAULT_WATCHDOG_TIMEOUT`). Repeated here rather than
-/// depending on `redlease`, which would pull Redis and Tokio into a tool that
-/// only reads source. A client configured with another timeout is not
-/// visible from the attribute, so the default is what the audit assumes.
-pub const WATCHDOG_LEASE: Duration = Duration::from_secs(30);
+/// The lease of a watchdog-mode lock: redlease's default watchdog timeout,
+/// from `redlease-grammar`'s limits, where the core takes it from too
+/// (depending on `redlease` would pull Redis and Tokio into a tool that only
+/// reads source). A client configured with another timeout is not visible
+/// from the attribute, so the default is what the audit assumes.
+pub const WATCHDOG_LEASE: Duration = redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
 
 /// A wait of at least `lease / WAIT_LEASE_DIVISOR` is "not much shorter than
 /// the lease". Past half the lease a waiter can still be queued when the
@@ -113,7 +115,7 @@ pub(crate) fn check(locks: &[Declared]) -> Vec<Warning> {
 }
 
 fn has_placeholders(key: &str) -> bool {
-    crate::key::parse(key).is_ok_and(|template| !template.placeholders.is_empty())
+    Template::parse(key).is_ok_and(|template| template.placeholders().next().is_some())
 }
 
 fn wait_near_lease(lock: &Declared) -> Option<String> {
@@ -173,18 +175,18 @@ mod tests {
     fn timing(text: &str) -> Timing {
         Timing {
             text: text.to_owned(),
-            duration: crate::duration::parse(text).unwrap(),
+            duration: redlease_grammar::duration::parse(text).unwrap(),
         }
     }
 
     fn lock(key: &str, wait: Option<&str>, lease: Option<&str>) -> Declared {
-        let template = crate::key::parse(key).unwrap();
+        let template = Template::parse(key).unwrap();
         Declared {
             file: "src/lib.rs".to_owned(),
             line: 1,
             function: "f".to_owned(),
             key: key.to_owned(),
-            prefix: template.prefix().map(str::to_owned),
+            prefix: template.prefix(),
             wait: wait.map(timing),
             lease: lease.map(timing),
             client: None,

@@ -264,13 +264,17 @@ fn reports_problems_without_stopping() {
         messages[0]
     );
     assert!(
-        messages[1].contains("duration `15 seconds`"),
+        messages[1].contains("invalid duration \"15 seconds\""),
         "{}",
         messages[1]
     );
-    assert!(messages[2].contains("missing `key"), "{}", messages[2]);
     assert!(
-        messages[3].contains("`{receipt_id}` names no argument of `wrong_argument`"),
+        messages[2].contains("missing option `key`"),
+        "{}",
+        messages[2]
+    );
+    assert!(
+        messages[3].contains("`{receipt_id}` in the key is not an argument of `wrong_argument`"),
         "{}",
         messages[3]
     );

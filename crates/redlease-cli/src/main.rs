@@ -9,7 +9,8 @@
 //!   (`demo/`: the Redis to use, the shop, the recorder, the summary).
 //! * `connect.rs`: connections from `--url`, and keeping its password out
 //!   of messages.
-//! * `duration.rs`: `5s`, `250ms`, `2m`, `1h` on the command line.
+//! * `duration.rs`: `250ms`, `5s`, `1m30s`, `1h30m`, `0` on the command
+//!   line, in the attribute's grammar.
 //! * `signals.rs`: the signals `run` catches and passes on.
 
 #![forbid(unsafe_code)]

@@ -34,9 +34,7 @@ use crate::{duration, url_or_default};
 /// apart from busy or lost: choose other codes with -E and
 /// --lost-exit-code if it may.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "example: redlease run --key reports:nightly --wait 10s -- ./nightly-report"
-)]
+#[command(after_help = after_help())]
 pub(crate) struct RunArgs {
     /// The lock's name, which is its Redis key.
     #[arg(long, short = 'k', value_name = "KEY")]
@@ -79,6 +77,15 @@ pub(crate) struct RunArgs {
         allow_hyphen_values = true
     )]
     command: Vec<OsString>,
+}
+
+/// The grammar of the DURATION options, from the one place the attribute
+/// and the audit read it from too, then an example.
+fn after_help() -> String {
+    format!(
+        "durations: {}\n\nexample: redlease run --key reports:nightly --wait 10s -- ./nightly-report",
+        redlease_grammar::duration::GRAMMAR
+    )
 }
 
 /// `--on-lost`.

@@ -25,11 +25,10 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
+use redlease_grammar::args::{self, Invalid, LockArgs};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Signature, Type};
-
-use crate::args::{Args, Invalid, Key, RawArgs};
+use syn::{Ident, ItemFn, ReturnType, Signature, Type};
 
 /// Expands the attribute; on any mistake, the errors followed by the
 /// function unchanged, so that the only errors the user sees are ours and
@@ -50,24 +49,18 @@ pub(crate) fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStr
         Some(all) => all.combine(e),
         None => errors = Some(e),
     };
-    let (args, key) = match syn::parse2::<RawArgs>(args) {
-        Err(e) => {
-            push(e);
-            (None, None)
+    let (args, key) = match args::parse(args, Span::call_site()) {
+        Ok(args) => (Some(args), None),
+        Err(Invalid { error, key }) => {
+            push(error);
+            (None, key)
         }
-        Ok(raw) => match raw.validate() {
-            Ok(args) => (Some(args), None),
-            Err(Invalid { error, key }) => {
-                push(error);
-                (None, key)
-            }
-        },
     };
     if let Err(e) = check_signature(&function.sig) {
         push(e);
     }
     if let Some(key) = args.as_ref().map(|a| &a.key).or(key.as_ref())
-        && let Err(e) = check_key_references(key, &function.sig)
+        && let Err(e) = args::check_references(key, &function.sig)
     {
         push(e);
     }
@@ -134,78 +127,6 @@ fn is_result(ty: &Type) -> bool {
     }
 }
 
-/// The names that the arguments bind (`self` included), in order.
-fn argument_names(sig: &Signature) -> Vec<String> {
-    fn collect(pat: &Pat, out: &mut Vec<String>) {
-        match pat {
-            Pat::Ident(p) => {
-                out.push(p.ident.to_string());
-                if let Some((_, sub)) = &p.subpat {
-                    collect(sub, out);
-                }
-            }
-            Pat::Tuple(p) => p.elems.iter().for_each(|p| collect(p, out)),
-            Pat::TupleStruct(p) => p.elems.iter().for_each(|p| collect(p, out)),
-            Pat::Struct(p) => p.fields.iter().for_each(|f| collect(&f.pat, out)),
-            Pat::Slice(p) => p.elems.iter().for_each(|p| collect(p, out)),
-            Pat::Reference(p) => collect(&p.pat, out),
-            Pat::Paren(p) => collect(&p.pat, out),
-            Pat::Type(p) => collect(&p.pat, out),
-            _ => {}
-        }
-    }
-    let mut names = Vec::new();
-    for input in &sig.inputs {
-        match input {
-            FnArg::Receiver(_) => names.push("self".to_owned()),
-            FnArg::Typed(typed) => collect(&typed.pat, &mut names),
-        }
-    }
-    names
-}
-
-/// Every `{name}` in the key must be an argument: one error for each
-/// unknown name, on the key literal (a string literal has no finer spans
-/// on stable Rust).
-fn check_key_references(key: &Key, sig: &Signature) -> syn::Result<()> {
-    let names = argument_names(sig);
-    let known = match names.as_slice() {
-        [] => "it takes no arguments".to_owned(),
-        [one] => format!("its only argument is `{one}`"),
-        [init @ .., last] => {
-            let init: Vec<String> = init.iter().map(|n| format!("`{n}`")).collect();
-            format!("its arguments are {} and `{last}`", init.join(", "))
-        }
-    };
-    let mut reported: Vec<&str> = Vec::new();
-    let mut errors: Option<syn::Error> = None;
-    for path in &key.template.refs {
-        let root = path[0].as_str();
-        if names.iter().any(|n| n == root) || reported.contains(&root) {
-            continue;
-        }
-        reported.push(root);
-        let subject = if path.len() == 1 {
-            format!(
-                "`{{{root}}}` in the key is not an argument of `{}`",
-                sig.ident
-            )
-        } else {
-            format!(
-                "`{{{}}}` in the key does not start with an argument of `{}`",
-                path.join("."),
-                sig.ident
-            )
-        };
-        let e = syn::Error::new(key.lit.span(), format!("{subject}; {known}"));
-        match &mut errors {
-            Some(all) => all.combine(e),
-            None => errors = Some(e),
-        }
-    }
-    errors.map_or(Ok(()), Err)
-}
-
 /// Replaces `impl Trait` by `_`: the return type is restated inside the
 /// body, where `impl Trait` is not allowed but inference fills the hole.
 struct EraseImplTrait;
@@ -222,7 +143,7 @@ impl VisitMut for EraseImplTrait {
     }
 }
 
-fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
+fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
@@ -260,12 +181,16 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
     };
 
     let lit = &args.key.lit;
-    let format = syn::LitStr::new(&args.key.template.format, lit.span());
-    let refs = args.key.template.refs.iter().map(|path| {
-        let mut segments = path.iter();
-        let first = segments.next().expect("a reference has a first segment");
+    let format = syn::LitStr::new(&args.key.template.format_string(), lit.span());
+    let refs = args.key.template.placeholders().map(|placeholder| {
+        let (first, rest) = placeholder
+            .path()
+            .split_first()
+            .expect("the grammar gives every path a root");
         let root = ident(first, lit.span());
-        let rest = segments.map(|s| match s.parse::<u32>() {
+        // The grammar lets through only tuple indices that fit a u32, and
+        // identifiers that `Ident::new` accepts.
+        let rest = rest.iter().map(|s| match s.parse::<u32>() {
             Ok(index) => syn::Index {
                 index,
                 span: lit.span(),
@@ -282,7 +207,11 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
         },
         None => quote! { ::core::option::Option::None },
     };
-    let (wait, lease) = (millis(args.wait_ms), millis(args.lease_ms));
+    // Whole milliseconds, the grammar's finest unit, so no rounding; a
+    // zero wait is one attempt, as no `wait` is.
+    let as_millis = |d: &args::DurationArg| u64::try_from(d.value.as_millis()).unwrap_or(u64::MAX);
+    let wait = millis(args.wait.as_ref().map(as_millis).filter(|&ms| ms > 0));
+    let lease = millis(args.lease.as_ref().map(as_millis));
     let (bind_client, client) = match &args.client {
         // The annotation turns `Client`, `&Client` and `Arc<Client>` alike
         // into `&Client` by deref coercion; a temporary (`app.client()`)
@@ -345,3 +274,6 @@ fn ident(name: &str, span: Span) -> Ident {
         None => Ident::new(name, span),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,10 +2,7 @@
 //! re-exports it as `redlease::distributed_lock`.
 #![forbid(unsafe_code)]
 
-mod args;
-mod duration;
 mod expand;
-mod key;
 
 use proc_macro::TokenStream;
 
@@ -72,11 +69,12 @@ use proc_macro::TokenStream;
 /// * `key = "..."` (required): the lock name. `{name}` is replaced by the
 ///   argument `name`, `{order.id}` by a field of one (nested fields and
 ///   tuple indices too, and `{self.id}` in methods), formatted with
-///   `Display` (or a format spec, `{id:08}`). `{{` and `}}` are literal
+///   `Display` (or a `format!` spec, `{id:08}`, `{id:x}`, `{id:>width$}`;
+///   not a positional count like `{id:1$}`). `{{` and `}}` are literal
 ///   braces, as Redis hash tags need: `"{{tenant:{tenant}}}:orders"`. The
 ///   key is formatted from references to the arguments, so it moves none.
 /// * `wait = "15s"`: how long to wait for a busy lock before giving up.
-///   Without it, or with `"0s"`, one attempt is made.
+///   Without it, or with `"0"`, one attempt is made.
 /// * `lease = "120s"`: a fixed lease after which the lock expires, whatever
 ///   the body is doing. Without it the lock is renewed by the client's
 ///   watchdog for as long as the body runs.
@@ -86,8 +84,12 @@ use proc_macro::TokenStream;
 ///   Without it, the client installed by `redlease::install_default` is
 ///   used.
 ///
-/// Durations are integers followed by `ms`, `s`, `m` or `h`, and can be
-/// chained from the largest unit to the smallest: `"1m30s"`.
+/// Durations are whole numbers each followed by `ms`, `s`, `m` or `h`,
+/// chained from the largest unit to the smallest, each unit at most once:
+/// `"250ms"`, `"15s"`, `"1m30s"`, `"1h30m"`; `"0"` alone is zero. No spaces,
+/// fractions or other units. The `redlease` command line and
+/// `redlease audit` read them the same way (the grammar lives in
+/// `redlease-grammar`).
 ///
 /// # Errors
 ///
@@ -103,9 +105,9 @@ use proc_macro::TokenStream;
 /// what the function returns; the lock then expires at the end of its lease.
 ///
 /// Mistakes in the attribute are compile errors: a `{name}` that is not an
-/// argument, a malformed duration, a zero lease, an unknown or repeated
-/// option, a missing or empty key, a function that is not `async` or does
-/// not return a `Result`.
+/// argument, a malformed duration or format spec, a zero lease or one over
+/// 100 years, an unknown or repeated option, a missing or empty key, a
+/// function that is not `async` or does not return a `Result`.
 #[proc_macro_attribute]
 pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::distributed_lock(args.into(), item.into()).into()

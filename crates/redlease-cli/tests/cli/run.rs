@@ -226,6 +226,63 @@ fn sigterm_reaches_the_command_and_the_lock_is_released() {
     assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0, "lock released");
 }
 
+/// Issue #12: the options take durations as the attribute and the audit
+/// read them, and `--help` says how.
+#[test]
+fn durations_read_as_the_attribute_reads_them() {
+    let url = RedisServer::shared().url();
+    for (option, value) in [
+        ("--wait", "1h30m"),
+        ("--wait", "0"),
+        ("--lease", "1m30s"),
+        ("--grace", "0"),
+        ("--watchdog-timeout", "1m0s"),
+    ] {
+        let key = unique("run:grammar");
+        let out = output(
+            redlease(&url).args(["run", "--key", &key, option, value, "--", "true"]),
+            LIMIT,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{option} {value}: {}",
+            stderr(&out)
+        );
+    }
+    for (option, value, why) in [
+        (
+            "--wait",
+            "30s1m",
+            "units must go from largest to smallest, each at most once",
+        ),
+        (
+            "--lease",
+            "1.5s",
+            "expected integers each followed by a unit",
+        ),
+        ("--grace", "10", "expected integers each followed by a unit"),
+        ("--watchdog-timeout", "1d", "unknown unit `d`"),
+    ] {
+        let out = output(
+            redlease(&url).args(["run", "--key", "k", option, value, "--", "true"]),
+            LIMIT,
+        );
+        assert_eq!(out.status.code(), Some(2), "{option} {value}");
+        assert!(
+            stderr(&out).contains(why),
+            "{option} {value}: {}",
+            stderr(&out)
+        );
+    }
+    let help = output(redlease(&url).args(["run", "--help"]), LIMIT);
+    assert!(
+        stdout(&help).contains(redlease_grammar::duration::GRAMMAR),
+        "{}",
+        stdout(&help)
+    );
+}
+
 #[test]
 fn bad_input_is_a_usage_error() {
     let url = RedisServer::shared().url();
@@ -235,7 +292,10 @@ fn bad_input_is_a_usage_error() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("expected a duration like 250ms, 5s, 2m or 1h, but found \"5x\"")
+        stderr(&out)
+            .contains("unknown unit `x` in duration \"5x\": expected `ms`, `s`, `m` or `h`"),
+        "{}",
+        stderr(&out)
     );
     let out = output(redlease(&url).args(["run", "--key", "k"]), LIMIT);
     assert_eq!(out.status.code(), Some(2));

@@ -34,6 +34,21 @@ async fn not_a_path(id: u64) -> Result<(), AppError> {
     Ok(())
 }
 
+#[distributed_lock(key = "orders:{id:y}")]
+async fn unknown_format_trait(id: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "orders:{id:1$}:{width}")]
+async fn positional_width(id: u64, width: usize) -> Result<(), AppError> {
+    Ok(())
+}
+
+#[distributed_lock(key = "orders:{type}")]
+async fn keyword(r#type: u64) -> Result<(), AppError> {
+    Ok(())
+}
+
 const KEY: &str = "orders";
 
 #[distributed_lock(key = KEY)]

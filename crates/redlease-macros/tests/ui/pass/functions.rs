@@ -82,6 +82,19 @@ where
     Ok(all)
 }
 
+/// `"0"` is zero (one attempt) and units chain from the largest: durations
+/// that issue #12 found read differently by the audit and the command line.
+#[distributed_lock(key = "zero:{id}", wait = "0", lease = "1h30m")]
+async fn zero_wait(id: u64) -> Result<u64, AppError> {
+    Ok(id)
+}
+
+/// Format specs as `format!` takes them, a named width included.
+#[distributed_lock(key = "spec:{n:x}:{n:#010b}:{id:>width$}:{amount:+.2}", wait = "10s")]
+async fn specs(n: u32, id: u64, width: usize, amount: f64) -> Result<u64, AppError> {
+    Ok(u64::from(n) + id + width as u64 + amount as u64)
+}
+
 /// Coercions at `return` need the declared return type inside the body.
 #[distributed_lock(key = "name:{name}")]
 async fn coerce<'a>(name: &'a String, boxed: bool) -> Result<Box<dyn Display + 'a>, AppError> {
@@ -143,6 +156,8 @@ fn main() {
     is_send(ship(order()));
     is_send(payroll("2026-11", vec![]));
     is_send(generic(1u32, "label", [2u32]));
+    is_send(zero_wait(1));
+    is_send(specs(1, 2, 3, 4.5));
     let name = String::from("n");
     drop(coerce(&name, true));
     is_send(deref_coercion(&name));
