@@ -45,8 +45,11 @@ use proc_macro::TokenStream;
 /// }
 ///
 /// # async fn demo() -> Result<(), AppError> {
-/// redlease::install_default(redlease::Client::connect("redis://127.0.0.1:6379").await?)
-///     .expect("installed once at start-up");
+/// let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
+/// if redlease::install_default(client).is_err() {
+///     // Installed once at start-up already; that client stays the default.
+///     eprintln!("a default redlease client was installed already");
+/// }
 /// match issue_receipt(42).await {
 ///     Ok(receipt) => println!("{receipt}"),
 ///     Err(AppError::Lock(e)) if e.is_busy() => println!("bill 42 is being invoiced elsewhere"),

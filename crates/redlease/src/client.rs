@@ -18,7 +18,7 @@ use crate::watchdog::Watchdog;
 
 /// The lease of a watchdog-mode lock when no other timeout is configured,
 /// as in Redisson (`lockWatchdogTimeout`).
-pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
+pub use redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
 
 /// How long a lock's fencing counter outlives its last acquisition when no
 /// other time is configured; see [`ClientBuilder::fencing_counter_ttl`].

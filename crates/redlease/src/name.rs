@@ -5,14 +5,12 @@ use std::time::Duration;
 
 use crate::error::Error;
 
+use redlease_grammar::limits::MAX_LEASE;
 /// The longest lock name accepted, in bytes. Redis allows much longer keys,
-/// but a name this long is almost always a bug (a whole payload interpolated
-/// into the key), and every byte is sent on every acquire and renewal.
-pub const MAX_NAME_LEN: usize = 1024;
-
-/// The longest lease accepted. `PEXPIRE` takes a signed 64-bit count of
-/// milliseconds; a century is far beyond any sensible lease and far below that.
-const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// but a name this long is almost always a bug (a whole payload
+/// interpolated into the key), and every byte is sent on every acquire and
+/// renewal.
+pub use redlease_grammar::limits::MAX_NAME_LEN;
 
 /// Checks a lock name before anything is sent.
 pub(crate) fn validate(name: &str) -> Result<(), Error> {
