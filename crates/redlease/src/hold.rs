@@ -165,15 +165,10 @@ impl Hold {
         self.registration = None;
         let span =
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
-        let result = release::release(
-            self.client.conn(),
-            self.kind,
-            &self.name,
-            &self.field,
-            self.lease_ms,
-        )
-        .instrument(span.clone())
-        .await;
+        let call = self.kind.release(&self.name, self.lease_ms, &self.field);
+        let result = release::run(self.client.conn(), &call, &self.name)
+            .instrument(span.clone())
+            .await;
         let outcome = match &result {
             Ok(()) => "released",
             Err(e) if e.is_not_owner() => {

@@ -1,5 +1,6 @@
-//! The release protocol: owner-checked release, the withdrawal of an
-//! acquisition that must not stand, and both sent in the background.
+//! The release protocol: running an owner-checked release (the calls come
+//! from [`Kind`]), the withdrawal of an acquisition that must not stand, and
+//! both sent in the background.
 
 use std::sync::Arc;
 
@@ -11,23 +12,6 @@ use crate::kind::Kind;
 use crate::metrics;
 use crate::scripts::ScriptCall;
 use crate::scripts::lock::Released;
-
-/// Runs the owner-checked release of `field`'s hold of `name` once.
-///
-/// # Errors
-///
-/// An error for which `is_not_owner` is true when the hold was not there
-/// (expired, released, taken over, or the key now holds another type, which
-/// is left untouched); connection and server errors as they come.
-pub(crate) async fn release(
-    conn: &Connection,
-    kind: Kind,
-    name: &str,
-    field: &str,
-    lease_ms: u64,
-) -> Result<(), Error> {
-    run(conn, &kind.release(name, lease_ms, field), name).await
-}
 
 /// Takes back an acquisition that must not stand (cancelled, or not
 /// acknowledged by replicas): releases the hold of `field`, and for a fair
@@ -43,7 +27,14 @@ pub(crate) async fn withdraw(
     run(conn, &kind.withdraw(name, lease_ms, field), name).await
 }
 
-async fn run(conn: &Connection, call: &ScriptCall, name: &str) -> Result<(), Error> {
+/// Runs a release or withdrawal call of lock `name` once.
+///
+/// # Errors
+///
+/// An error for which `is_not_owner` is true when the hold was not there
+/// (expired, released, taken over, or the key now holds another type, which
+/// is left untouched); connection and server errors as they come.
+pub(crate) async fn run(conn: &Connection, call: &ScriptCall, name: &str) -> Result<(), Error> {
     let reply = conn
         .run::<Released>(call)
         .await
