@@ -3,33 +3,27 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use comfy_table::Table;
+use comfy_table::presets::NOTHING;
+
 use super::model::{Entry, Kind, Report};
 use crate::duration;
 
 const HEADER: [&str; 7] = ["KEY", "KIND", "OWNERS", "TTL", "AGE", "QUEUE", "PROBLEMS"];
 
 pub(crate) fn render(report: &Report) -> String {
-    let rows: Vec<[String; 7]> = report.locks.iter().map(row).collect();
-    let mut widths = HEADER.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        let mut text = String::new();
-        for (cell, w) in cells.iter().zip(widths) {
-            let _ = write!(text, "{cell:<w$}  ");
+    if !report.locks.is_empty() {
+        // Borderless, columns two spaces apart, no trailing spaces: it reads
+        // in a terminal and in a log alike.
+        let mut table = Table::new();
+        table.load_style(NOTHING).set_header(HEADER);
+        table.add_rows(report.locks.iter().map(row));
+        for column in table.column_iter_mut() {
+            column.set_padding((0, 2));
         }
-        out.push_str(text.trim_end());
+        out.push_str(&table.trim_fmt());
         out.push('\n');
-    };
-    if !rows.is_empty() {
-        line(&HEADER.map(String::from));
-        for row in &rows {
-            line(row);
-        }
     }
     let with_problems: Vec<&Entry> = report
         .locks
@@ -129,4 +123,68 @@ fn row(e: &Entry) -> [String; 7] {
             problems
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read::{Now, Raw};
+    use super::*;
+
+    const NOW: Now = Now {
+        micros: 1_800_000_000_000_000,
+    };
+
+    fn report(raws: Vec<Raw>) -> Report {
+        Report {
+            pattern: "lock:*".to_owned(),
+            cursor: 0,
+            complete: true,
+            keys_seen: raws.len(),
+            not_locks_skipped: 0,
+            locks: raws
+                .into_iter()
+                .map(|raw| super::super::model::entry(raw, NOW))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn columns_line_up_two_spaces_apart() {
+        let held = Raw {
+            name: "lock:held".to_owned(),
+            key_type: "hash".to_owned(),
+            pttl_ms: 20_000,
+            fields: Some(vec![("u:1".to_owned(), "2".to_owned())]),
+            token: Some((NOW.micros - 3_000_000).to_string()),
+            ..Raw::default()
+        };
+        let stuck = Raw {
+            name: "lock:a-longer-name".to_owned(),
+            key_type: "hash".to_owned(),
+            pttl_ms: -1,
+            fields: Some(vec![("u:2".to_owned(), "1".to_owned())]),
+            ..Raw::default()
+        };
+        assert_eq!(
+            render(&report(vec![held, stuck])),
+            "\
+KEY                 KIND  OWNERS  TTL    AGE   QUEUE  PROBLEMS
+lock:held           lock  u:1 x2  20.0s  3.0s  -      -
+lock:a-longer-name  lock  u:2 x1  never  ?     -      no_ttl
+
+problems:
+  lock:a-longer-name: no_ttl: never expires (no ttl): if its holder is gone it stays locked for ever
+
+2 lock key(s), 1 with problems, 2 key(s) scanned matching \"lock:*\"
+"
+        );
+    }
+
+    #[test]
+    fn no_locks_no_header() {
+        assert_eq!(
+            render(&report(Vec::new())),
+            "\n0 lock key(s), 0 with problems, 0 key(s) scanned matching \"lock:*\"\n"
+        );
+    }
 }
