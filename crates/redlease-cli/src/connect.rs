@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use percent_encoding::percent_decode_str;
 use redis::aio::MultiplexedConnection;
 
 /// How long to wait for a connection, and for each reply, on the plain
@@ -45,9 +46,10 @@ impl Target {
         let info = &self.url[start..end];
         let secret = info.split_once(':').map_or(info, |(_, password)| password);
         let mut out = message.replace(&self.url, &self.redacted());
-        for form in [secret.to_owned(), percent_decode(secret)] {
+        let decoded = percent_decode_str(secret).decode_utf8_lossy();
+        for form in [secret, &*decoded] {
             if !form.is_empty() {
-                out = out.replace(&form, "***");
+                out = out.replace(form, "***");
             }
         }
         out
@@ -94,29 +96,6 @@ fn userinfo(url: &str) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Prints `redlease: <message>` on stderr and returns exit code 1.
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("redlease: {message}");
@@ -147,5 +126,9 @@ mod tests {
         let t = Target::new("redis://u:p%40ss@h:1".to_owned());
         assert_eq!(t.scrub("auth p@ss failed"), "auth *** failed");
         assert_eq!(t.scrub("url redis://u:p%40ss@h:1"), "url redis://u:***@h:1");
+        // Multi-byte characters decode whole; a `%` that starts no escape
+        // stays as written.
+        let t = Target::new("redis://u:caf%C3%A9%zz@h:1".to_owned());
+        assert_eq!(t.scrub("auth café%zz failed"), "auth *** failed");
     }
 }
