@@ -42,6 +42,12 @@
 //! tools, e.g. with `serde_json::to_string_pretty`. The `redlease-audit`
 //! binary prints either.
 //!
+//! # Features
+//!
+//! - `cli` (default): the `redlease-audit` binary and its command line,
+//!   `cli::AuditArgs` (clap), which `redlease audit` shares. Without it the
+//!   library does not depend on clap.
+//!
 //! ```
 //! let audit = redlease_audit::audit_source(
 //!     "src/sales.rs",
@@ -54,6 +60,8 @@
 #![forbid(unsafe_code)]
 
 mod attr;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod duration;
 mod error;
 mod model;

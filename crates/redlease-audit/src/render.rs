@@ -3,6 +3,9 @@
 
 use std::fmt::Write;
 
+use comfy_table::Table;
+use comfy_table::presets::NOTHING;
+
 use crate::WATCHDOG_LEASE;
 use crate::duration::format;
 use crate::model::Audit;
@@ -17,8 +20,7 @@ pub fn render_table(audit: &Audit) -> String {
         out.push_str("no #[distributed_lock] found\n");
     } else {
         let watchdog = format!("watchdog ({})", format(WATCHDOG_LEASE));
-        let mut rows = vec![["location", "function", "key", "wait", "lease"].map(str::to_owned)];
-        rows.extend(audit.locks.iter().map(|lock| {
+        let rows = audit.locks.iter().map(|lock| {
             [
                 lock.location(),
                 lock.function.clone(),
@@ -30,34 +32,30 @@ pub fn render_table(audit: &Audit) -> String {
                     .as_ref()
                     .map_or_else(|| watchdog.clone(), |l| l.text.clone()),
             ]
-        }));
-        push_aligned(&mut out, "", &rows);
+        });
+        let header = ["location", "function", "key", "wait", "lease"];
+        push_aligned(&mut out, 0, Some(header), rows);
     }
 
     if !audit.warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings ({}):", audit.warnings.len());
-        let rows: Vec<[String; 3]> = audit
-            .warnings
-            .iter()
-            .map(|w| {
-                [
-                    format!("{}:{}", w.file, w.line),
-                    w.kind.as_str().to_owned(),
-                    format!("{}: {}", w.function, w.message),
-                ]
-            })
-            .collect();
-        push_aligned(&mut out, "  ", &rows);
+        let rows = audit.warnings.iter().map(|w| {
+            [
+                format!("{}:{}", w.file, w.line),
+                w.kind.as_str().to_owned(),
+                format!("{}: {}", w.function, w.message),
+            ]
+        });
+        push_aligned(&mut out, 2, None, rows);
     }
 
     if !audit.problems.is_empty() {
         let _ = writeln!(out, "\nproblems ({}):", audit.problems.len());
-        let rows: Vec<[String; 3]> = audit
+        let rows = audit
             .problems
             .iter()
-            .map(|p| [p.location(), p.kind.as_str().to_owned(), p.message.clone()])
-            .collect();
-        push_aligned(&mut out, "  ", &rows);
+            .map(|p| [p.location(), p.kind.as_str().to_owned(), p.message.clone()]);
+        push_aligned(&mut out, 2, None, rows);
     }
 
     let _ = writeln!(
@@ -70,28 +68,27 @@ pub fn render_table(audit: &Audit) -> String {
     out
 }
 
-/// Writes `rows` with every column but the last padded to its widest cell
-/// (in characters, so keys with non-ASCII text still line up), two spaces
-/// apart, and no trailing spaces.
-fn push_aligned<const N: usize>(out: &mut String, indent: &str, rows: &[[String; N]]) {
-    let mut widths = [0; N];
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
+/// Writes `rows` (after `header`, if any) with every column padded to its
+/// widest cell (in display columns, so keys with non-ASCII text still line
+/// up), two spaces apart, the first `indent` spaces in, and no trailing
+/// spaces: a plain text table that reads in a terminal and diffs well.
+fn push_aligned<const N: usize>(
+    out: &mut String,
+    indent: u16,
+    header: Option<[&str; N]>,
+    rows: impl Iterator<Item = [String; N]>,
+) {
+    let mut table = Table::new();
+    table.load_style(NOTHING);
+    if let Some(header) = header {
+        table.set_header(header);
     }
-    for row in rows {
-        let mut line = indent.to_owned();
-        for (i, cell) in row.iter().enumerate() {
-            line.push_str(cell);
-            if i + 1 < N {
-                let pad = widths[i] - cell.chars().count() + 2;
-                line.extend(std::iter::repeat_n(' ', pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
+    table.add_rows(rows);
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((if i == 0 { indent } else { 0 }, 2));
     }
+    out.push_str(&table.trim_fmt());
+    out.push('\n');
 }
 
 fn count(n: usize, noun: &str) -> String {
@@ -102,10 +99,14 @@ fn count(n: usize, noun: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The table of `source` as `src/lib.rs`.
+    fn table_of(source: &str) -> String {
+        render_table(&crate::audit_source("src/lib.rs", source))
+    }
+
     #[test]
     fn aligns_columns_and_names_defaults() {
-        let audit = crate::audit_source(
-            "src/lib.rs",
+        let table = table_of(
             r#"
 #[distributed_lock(key = "sales:receipt:lock:{bill_id}", wait = "15s", lease = "120s")]
 async fn issue_receipt(bill_id: u64) {}
@@ -114,7 +115,7 @@ async fn ship(order_id: u64) {}
 "#,
         );
         assert_eq!(
-            render_table(&audit),
+            table,
             "\
 location      function       key                           wait         lease
 src/lib.rs:2  issue_receipt  sales:receipt:lock:{bill_id}  15s          120s
@@ -133,6 +134,26 @@ warnings (1):
         assert_eq!(
             render_table(&Audit::default()),
             "no #[distributed_lock] found\n\n0 locks, 0 warnings, 0 problems\n"
+        );
+    }
+
+    #[test]
+    fn wide_characters_count_as_two_columns() {
+        let lock = |function: &str, word: &str| {
+            format!(
+                "#[distributed_lock(key = \"stock:{word}:{{sku}}\", wait = \"1s\", lease = \"10s\")]\n\
+                 async fn {function}(sku: u64) {{}}\n"
+            )
+        };
+        let table = table_of(&(lock("wide", "中文") + &lock("narrow", "ab")));
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "src/lib.rs:1  wide      stock:中文:{sku}  1s    10s"
+        );
+        assert_eq!(
+            lines[2],
+            "src/lib.rs:3  narrow    stock:ab:{sku}    1s    10s"
         );
     }
 }

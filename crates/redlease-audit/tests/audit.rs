@@ -409,12 +409,26 @@ fn binary_output_and_exit_codes() {
     let out = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
-    assert!(help.starts_with("usage: redlease-audit [--json] [--deny-warnings] PATH..."));
+    assert!(
+        help.starts_with("Lists every `#[distributed_lock]`"),
+        "{help}"
+    );
+    assert!(
+        help.contains("Usage: redlease-audit [OPTIONS] <PATH>..."),
+        "{help}"
+    );
+    assert!(help.contains("--deny-warnings"), "{help}");
     assert!(help.contains("exit codes:"), "{help}");
 
     for (args, error) in [
-        (vec![], "error: no PATH given"),
-        (vec!["--yaml", app], "error: unknown option `--yaml`"),
+        (
+            vec![],
+            "error: the following required arguments were not provided:\n  <PATH>...",
+        ),
+        (
+            vec!["--yaml", app],
+            "error: unexpected argument '--yaml' found",
+        ),
         (
             vec!["/definitely/not/here"],
             "error: cannot read `/definitely/not/here`: no such file",

@@ -16,6 +16,10 @@ use redlease_testkit::RedisServer;
 /// Contending processes.
 const PROCESSES: usize = 8;
 
+/// The locks compared, as the worker's KIND argument names them: the plain
+/// lock and the fair lock.
+pub(crate) const KINDS: [&str; 2] = ["plain", "fair"];
+
 /// The critical section each holder runs.
 const CRITICAL_SECTION: Duration = Duration::from_millis(1);
 
@@ -27,7 +31,7 @@ pub(crate) fn run(server: &RedisServer, seconds: u64) {
     );
     println!("| lock | acquisitions/s | per process (min .. max) | max/min |");
     println!("|---|---:|---|---:|");
-    for kind in ["plain", "fair"] {
+    for kind in KINDS {
         let counts = contend(server, kind, seconds);
         let (min, max) = (
             *counts.iter().min().expect("counts"),
@@ -79,16 +83,13 @@ fn contend(server: &RedisServer, kind: &str, seconds: u64) -> Vec<u64> {
 
 /// The worker process: `fairness-worker URL NAME plain|fair SECONDS`.
 /// Prints how many times it acquired the lock.
-pub(crate) async fn worker(args: &[String]) {
-    let [url, name, kind, seconds] = args else {
-        panic!("usage: fairness-worker URL NAME plain|fair SECONDS");
-    };
+pub(crate) async fn worker(url: &str, name: &str, kind: &str, seconds: u64) {
     let client = redlease::Client::connect(url).await.expect("connect");
-    let lock = match kind.as_str() {
-        "fair" => client.fair_lock(name.as_str()),
-        _ => client.lock(name.as_str()),
+    let lock = match kind {
+        "fair" => client.fair_lock(name),
+        _ => client.lock(name),
     };
-    let end = Instant::now() + Duration::from_secs(seconds.parse().expect("seconds"));
+    let end = Instant::now() + Duration::from_secs(seconds);
     let mut count = 0u64;
     loop {
         let left = end.saturating_duration_since(Instant::now());

@@ -11,6 +11,7 @@
 //! cargo run --release -p redlease-bench -- fairness [SECONDS]
 //! cargo run --release -p redlease-bench -- scale [SECONDS] [LOCKS...]
 //! cargo run --release -p redlease-bench -- roundtrips
+//! cargo run --release -p redlease-bench -- --help
 //! ```
 //!
 //! The output is Markdown, for `docs/BENCHMARKS.md`: `splice FILE` puts
@@ -18,6 +19,7 @@
 //! `compare` also draws `target/bench/comparison.png`.
 
 mod chart;
+mod cli;
 mod compare;
 mod fairness;
 mod handoff;
@@ -25,101 +27,100 @@ mod peer;
 mod probe;
 mod roundtrips;
 mod scale;
+mod splice;
 mod throughput;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
+use clap::Parser;
 use redlease_testkit::RedisServer;
 
+use cli::{Bench, Cli, Measurement, Run};
+
 #[tokio::main]
-async fn main() {
-    let all: Vec<String> = std::env::args().skip(1).collect();
-    if all.first().map(String::as_str) == Some("fairness-worker") {
-        fairness::worker(&all[1..]).await;
-        return;
-    }
-    if all.first().map(String::as_str) == Some("scale-worker") {
-        scale::worker(&all[1..]).await;
-        return;
-    }
-    if all.first().map(String::as_str) == Some("pairs-worker") {
-        throughput::pairs_worker(&all[1..]).await;
-        return;
-    }
-    if all.first().map(String::as_str) == Some("splice") {
-        let Some(file) = all.get(1) else {
-            eprintln!("usage: redlease-bench splice FILE < generated.md");
-            std::process::exit(2);
-        };
-        if let Err(e) = splice(Path::new(file)) {
-            eprintln!("cannot splice into {file}: {e}");
-            std::process::exit(1);
+async fn main() -> ExitCode {
+    let command = Cli::parse().command.unwrap_or(Bench::All {
+        seconds: None,
+        counts: Vec::new(),
+    });
+    let plan = match command {
+        Bench::All { seconds, counts } => cli::all(seconds, &counts),
+        Bench::Compare { seconds, counts } => vec![Measurement::Compare(Run { seconds, counts })],
+        Bench::Throughput { seconds, counts } => {
+            vec![Measurement::Throughput(Run { seconds, counts })]
         }
-        return;
-    }
-    let mut args = all.into_iter();
-    let what = args.next().unwrap_or_else(|| "all".to_owned());
-    let seconds: Option<u64> = args
-        .next()
-        .map(|s| s.parse().expect("SECONDS must be a number"));
-    let counts: Vec<usize> = args
-        .map(|s| s.parse().expect("counts must be numbers"))
-        .collect();
-    let counts = |default: &[usize]| {
-        if counts.is_empty() {
-            default.to_vec()
-        } else {
-            counts.clone()
+        Bench::Handoff { seconds, counts } => vec![Measurement::Handoff(Run { seconds, counts })],
+        Bench::Fairness { seconds } => vec![Measurement::Fairness { seconds }],
+        Bench::Scale { seconds, counts } => vec![Measurement::Scale(Run { seconds, counts })],
+        Bench::Roundtrips => vec![Measurement::Roundtrips],
+        Bench::Splice { file } => {
+            return match splice::splice(&file) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("cannot splice into {}: {e}", file.display());
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Bench::PairsWorker { url, pairs } => {
+            // throughput.rs still reads the worker's words itself.
+            throughput::pairs_worker(&[url, pairs.to_string()]).await;
+            return ExitCode::SUCCESS;
+        }
+        Bench::FairnessWorker {
+            url,
+            name,
+            kind,
+            seconds,
+        } => {
+            fairness::worker(&url, &name, &kind, seconds).await;
+            return ExitCode::SUCCESS;
+        }
+        Bench::ScaleWorker {
+            url,
+            seconds,
+            locks,
+        } => {
+            scale::worker(&url, seconds, locks).await;
+            return ExitCode::SUCCESS;
         }
     };
+    measure(plan).await;
+    ExitCode::SUCCESS
+}
+
+/// Runs the measurements of `plan`, in its order, against one private
+/// server.
+async fn measure(plan: Vec<Measurement>) {
     let server = RedisServer::start();
     println!(
         "redis-server {}, {} cores\n",
         redis_version(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    if matches!(what.as_str(), "all" | "compare") {
-        let chart_dir = workspace().join("target/bench");
-        std::fs::create_dir_all(&chart_dir).expect("create target/bench");
-        let plan = compare::Plan {
-            seconds: seconds.unwrap_or(3),
-            tasks: &counts(&[1, 16, 256]),
-            handoff_seconds: 5,
-            manifest: &workspace().join(peer::MANIFEST),
-            chart_dir: Some(&chart_dir),
-        };
-        compare::run(&server, &plan).await;
-    }
-    if what == "throughput" {
-        throughput::run(&server, seconds.unwrap_or(5), &counts(&[1, 64])).await;
-    }
-    if matches!(what.as_str(), "all" | "handoff") {
-        handoff::run(&server, seconds.unwrap_or(5), &counts(&[1, 16, 256])).await;
-    }
-    if matches!(what.as_str(), "all" | "fairness") {
-        fairness::run(&server, seconds.unwrap_or(10));
-    }
-    if matches!(what.as_str(), "all" | "scale") {
-        scale::run(&server, seconds.unwrap_or(60), &counts(&[10_000, 100_000]));
-    }
-    if matches!(what.as_str(), "all" | "roundtrips") {
-        roundtrips::run(&server, &[1, 100, 101, 1000]).await;
-    }
-    const KNOWN: [&str; 7] = [
-        "all",
-        "compare",
-        "throughput",
-        "handoff",
-        "fairness",
-        "scale",
-        "roundtrips",
-    ];
-    if !KNOWN.contains(&what.as_str()) {
-        eprintln!(
-            "unknown measurement {what:?}: expected all, compare, throughput, handoff, fairness, scale, roundtrips or splice"
-        );
-        std::process::exit(2);
+    for measurement in plan {
+        match measurement {
+            Measurement::Compare(run) => {
+                let chart_dir = workspace().join("target/bench");
+                std::fs::create_dir_all(&chart_dir).expect("create target/bench");
+                let plan = compare::Plan {
+                    seconds: run.seconds,
+                    tasks: &run.counts,
+                    handoff_seconds: 5,
+                    manifest: &workspace().join(peer::MANIFEST),
+                    chart_dir: Some(&chart_dir),
+                };
+                compare::run(&server, &plan).await;
+            }
+            Measurement::Throughput(run) => {
+                throughput::run(&server, run.seconds, &run.counts).await;
+            }
+            Measurement::Handoff(run) => handoff::run(&server, run.seconds, &run.counts).await,
+            Measurement::Fairness { seconds } => fairness::run(&server, seconds),
+            Measurement::Scale(run) => scale::run(&server, run.seconds, &run.counts),
+            Measurement::Roundtrips => roundtrips::run(&server, &[1, 100, 101, 1000]).await,
+        }
     }
 }
 
@@ -139,52 +140,4 @@ fn redis_version() -> String {
 fn workspace() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     root.canonicalize().unwrap_or(root)
-}
-
-/// The markers around the part of `docs/BENCHMARKS.md` the bench writes.
-const BEGIN: &str = "<!-- generated by scripts/bench: begin -->";
-const END: &str = "<!-- generated by scripts/bench: end -->";
-
-/// Replaces what is between [`BEGIN`] and [`END`] in `file` with stdin.
-fn splice(file: &Path) -> std::io::Result<()> {
-    let text = std::fs::read_to_string(file)?;
-    let generated = std::io::read_to_string(std::io::stdin())?;
-    let spliced = spliced(&text, &generated)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    std::fs::write(file, spliced)
-}
-
-/// `text` with what is between its markers replaced by `generated`.
-fn spliced(text: &str, generated: &str) -> Result<String, &'static str> {
-    let (head, rest) = text.split_once(BEGIN).ok_or("no begin marker")?;
-    let (_, tail) = rest
-        .split_once(END)
-        .ok_or("no end marker after the begin marker")?;
-    Ok(format!(
-        "{head}{BEGIN}\n\n{}\n\n{END}{tail}",
-        generated.trim()
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splice_replaces_only_between_the_markers() {
-        let doc = format!("intro\n{BEGIN}\nold table\n{END}\nanalysis\n");
-        let new = spliced(&doc, "\nnew table\n").unwrap();
-        assert_eq!(
-            new,
-            format!("intro\n{BEGIN}\n\nnew table\n\n{END}\nanalysis\n")
-        );
-        // Idempotent: splicing the same report again changes nothing.
-        assert_eq!(spliced(&new, "new table").unwrap(), new);
-    }
-
-    #[test]
-    fn splice_refuses_a_document_without_markers() {
-        assert!(spliced("no markers", "x").is_err());
-        assert!(spliced(&format!("{END} before {BEGIN}"), "x").is_err());
-    }
 }

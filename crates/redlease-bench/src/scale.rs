@@ -193,13 +193,9 @@ impl Report {
 }
 
 /// The worker process: `scale-worker URL SECONDS LOCKS`.
-pub(crate) async fn worker(args: &[String]) {
-    let [url, seconds, n] = args else {
-        panic!("usage: scale-worker URL SECONDS LOCKS");
-    };
-    let hold = Duration::from_secs(seconds.parse().expect("seconds"));
-    let n: usize = n.parse().expect("locks");
-    let redis_client = redis::Client::open(url.as_str()).expect("url");
+pub(crate) async fn worker(url: &str, seconds: u64, n: usize) {
+    let hold = Duration::from_secs(seconds);
+    let redis_client = redis::Client::open(url).expect("url");
     let mut stats = redis_client.get_connection().expect("connect");
     // The first renewal must meet no NOSCRIPT.
     probe::load_scripts(&mut stats);

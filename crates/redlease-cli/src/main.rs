@@ -51,7 +51,7 @@ enum Command {
     Run(run::RunArgs),
     Inspect(inspect::InspectArgs),
     Unlock(unlock::UnlockArgs),
-    Audit(audit::AuditArgs),
+    Audit(redlease_audit::cli::AuditArgs),
     Demo(demo::DemoArgs),
 }
 

@@ -3,6 +3,8 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use comfy_table::Table;
+use comfy_table::presets::NOTHING;
 use redlease::layout::{LockState, StateKind};
 
 use super::{Report, is_lock};
@@ -11,27 +13,18 @@ use crate::duration;
 const HEADER: [&str; 7] = ["KEY", "KIND", "OWNERS", "TTL", "AGE", "QUEUE", "PROBLEMS"];
 
 pub(crate) fn render(report: &Report) -> String {
-    let rows: Vec<[String; 7]> = report.locks().iter().map(row).collect();
-    let mut widths = HEADER.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        let mut text = String::new();
-        for (cell, w) in cells.iter().zip(widths) {
-            let _ = write!(text, "{cell:<w$}  ");
+    if !report.locks().is_empty() {
+        // Borderless, columns two spaces apart, no trailing spaces: it reads
+        // in a terminal and in a log alike.
+        let mut table = Table::new();
+        table.load_style(NOTHING).set_header(HEADER);
+        table.add_rows(report.locks().iter().map(row));
+        for column in table.column_iter_mut() {
+            column.set_padding((0, 2));
         }
-        out.push_str(text.trim_end());
+        out.push_str(&table.trim_fmt());
         out.push('\n');
-    };
-    if !rows.is_empty() {
-        line(&HEADER.map(String::from));
-        for row in &rows {
-            line(row);
-        }
     }
     let with_problems: Vec<(&LockState, _)> = report
         .locks()
@@ -130,4 +123,67 @@ fn row(s: &LockState) -> [String; 7] {
             problems
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use redlease::layout::{Holder, Scan};
+
+    use super::*;
+
+    const NOW_US: u64 = 1_800_000_000_000_000;
+
+    fn report(locks: Vec<LockState>) -> Report {
+        let mut scan = Scan::default();
+        scan.keys_seen = locks.len();
+        scan.locks = locks;
+        Report {
+            pattern: "lock:*".to_owned(),
+            scan,
+            not_locks_skipped: 0,
+        }
+    }
+
+    fn lock(name: &str, holder: Holder, pttl_ms: i64, token: Option<u64>) -> LockState {
+        let mut state = LockState::absent(name);
+        state.key_type = "hash".to_owned();
+        state.holders = vec![holder];
+        state.field_count = 1;
+        state.pttl_ms = pttl_ms;
+        state.fencing_token = token;
+        state.server_time_us = NOW_US;
+        state
+    }
+
+    #[test]
+    fn columns_line_up_two_spaces_apart() {
+        let held = lock(
+            "lock:held",
+            Holder::new("u:1", "2"),
+            20_000,
+            Some(NOW_US - 3_000_000),
+        );
+        let stuck = lock("lock:a-longer-name", Holder::new("u:2", "1"), -1, None);
+        assert_eq!(
+            render(&report(vec![held, stuck])),
+            "\
+KEY                 KIND  OWNERS  TTL    AGE   QUEUE  PROBLEMS
+lock:held           lock  u:1 x2  20.0s  3.0s  -      -
+lock:a-longer-name  lock  u:2 x1  never  ?     -      no_ttl
+
+problems:
+  lock:a-longer-name: no_ttl: never expires (no ttl): if its holder is gone it stays locked for ever
+
+2 lock key(s), 1 with problems, 2 key(s) scanned matching \"lock:*\"
+"
+        );
+    }
+
+    #[test]
+    fn no_locks_no_header() {
+        assert_eq!(
+            render(&report(Vec::new())),
+            "\n0 lock key(s), 0 with problems, 0 key(s) scanned matching \"lock:*\"\n"
+        );
+    }
 }

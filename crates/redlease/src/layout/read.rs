@@ -37,7 +37,7 @@ pub async fn read(client: &Client, names: &[String]) -> Result<Vec<LockState>, E
 }
 
 /// One call of [`scan`]: the locks found, and where to go on.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Scan {
     /// Where the scan stopped: `0` when it went through every key, else the
@@ -124,7 +124,13 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
 async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>, RedisError> {
     let (secs, micros): (u64, u64) = conn.query(&redis::cmd("TIME")).await?;
     let now_us = secs * 1_000_000 + micros;
-    let mut states: Vec<LockState> = names.iter().map(|n| empty(n, now_us)).collect();
+    let mut states: Vec<LockState> = names
+        .iter()
+        .map(|name| LockState {
+            server_time_us: now_us,
+            ..LockState::absent(name.as_str())
+        })
+        .collect();
     if names.is_empty() {
         return Ok(states);
     }
@@ -213,23 +219,6 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
     Ok(states)
 }
 
-fn empty(name: &str, now_us: u64) -> LockState {
-    LockState {
-        name: name.to_owned(),
-        key_type: "none".to_owned(),
-        holders: Vec::new(),
-        field_count: 0,
-        mode: None,
-        pttl_ms: -2,
-        fencing_token: None,
-        server_time_us: now_us,
-        removed: false,
-        changed: false,
-        waiters: Vec::new(),
-        queue_len: 0,
-    }
-}
-
 fn small_hash(state: &LockState) -> bool {
     state.key_type == "hash" && state.field_count <= MAX_FIELDS
 }
@@ -240,7 +229,7 @@ fn set_fields(state: &mut LockState, fields: Vec<(String, String)>) {
         if field == "mode" {
             state.mode = Some(value);
         } else {
-            state.holders.push(Holder { field, value });
+            state.holders.push(Holder::new(field, value));
         }
     }
     // HLEN and HGETALL are two reads: keep the count of what was read.
@@ -279,7 +268,7 @@ mod tests {
 
     #[test]
     fn fields_split_into_mode_and_holders() {
-        let mut state = empty("k", 0);
+        let mut state = LockState::absent("k");
         state.key_type = "hash".to_owned();
         set_fields(
             &mut state,

@@ -21,6 +21,14 @@ pub struct Holder {
 }
 
 impl Holder {
+    /// A field and its value.
+    pub fn new(field: impl Into<String>, value: impl Into<String>) -> Holder {
+        Holder {
+            field: field.into(),
+            value: value.into(),
+        }
+    }
+
     /// The hold count, when the value is an integer.
     pub fn count(&self) -> Option<i64> {
         self.value.parse().ok()
@@ -140,6 +148,25 @@ impl ProblemKind {
 }
 
 impl LockState {
+    /// The state of lock `name` when nothing of it is in Redis (read at
+    /// server time 0): the start from which readers and tests fill it in.
+    pub fn absent(name: impl Into<String>) -> LockState {
+        LockState {
+            name: name.into(),
+            key_type: "none".to_owned(),
+            holders: Vec::new(),
+            field_count: 0,
+            mode: None,
+            pttl_ms: -2,
+            fencing_token: None,
+            server_time_us: 0,
+            removed: false,
+            changed: false,
+            waiters: Vec::new(),
+            queue_len: 0,
+        }
+    }
+
     /// Returns true if and only if the key is absent and no waiter is
     /// queued: there is nothing to unlock.
     pub fn is_empty(&self) -> bool {
@@ -277,25 +304,17 @@ mod tests {
             if *field == "mode" {
                 mode = Some(value.to_string());
             } else {
-                holders.push(Holder {
-                    field: field.to_string(),
-                    value: value.to_string(),
-                });
+                holders.push(Holder::new(*field, *value));
             }
         }
         LockState {
-            name: "k".to_owned(),
             key_type: key_type.to_owned(),
             holders,
             field_count: fields.len() as u64,
             mode,
             pttl_ms,
-            fencing_token: None,
             server_time_us: NOW_US,
-            removed: false,
-            changed: false,
-            waiters: Vec::new(),
-            queue_len: 0,
+            ..LockState::absent("k")
         }
     }
 

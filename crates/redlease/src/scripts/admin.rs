@@ -179,10 +179,7 @@ impl FromRedisValue for ForceUnlocked {
             if pair[0] == "mode" {
                 mode = Some(pair[1].clone());
             } else {
-                holders.push(Holder {
-                    field: pair[0].clone(),
-                    value: pair[1].clone(),
-                });
+                holders.push(Holder::new(&pair[0], &pair[1]));
             }
         }
         let waiters = queue.chunks_exact(3).map(|entry| Waiter {
@@ -234,21 +231,12 @@ mod tests {
     #[test]
     fn force_unlock_expects_the_fields_it_was_shown() {
         let seen = LockState {
-            name: "a".into(),
             key_type: "hash".into(),
-            holders: vec![Holder {
-                field: "u:1".into(),
-                value: "1".into(),
-            }],
+            holders: vec![Holder::new("u:1", "1")],
             field_count: 2,
             mode: Some("read".into()),
             pttl_ms: 5,
-            fencing_token: None,
-            server_time_us: 0,
-            removed: false,
-            changed: false,
-            waiters: Vec::new(),
-            queue_len: 0,
+            ..LockState::absent("a")
         };
         let (_, args) = packed(&force_unlock("a", Removal::Any, Some(&seen)));
         assert_eq!(args, ["0", "any", "expect", "hash", "u:1", "mode"]);

@@ -1,0 +1,238 @@
+//! The bench program's command line: its measurements, their defaults, and
+//! what one call runs.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::fairness;
+
+/// redlease's benchmarks, each next to a reference run against the same
+/// private redis-server, printed as Markdown for docs/BENCHMARKS.md.
+///
+/// Without a command, runs `all`.
+#[derive(Debug, Parser)]
+#[command(name = "redlease-bench")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Bench>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Bench {
+    /// Runs compare, handoff, fairness, scale and roundtrips, each with its
+    /// own defaults (what scripts/bench does).
+    ///
+    /// SECONDS and COUNTS, when given, replace every measurement's own.
+    All {
+        /// Seconds each row measures, in every measurement.
+        seconds: Option<u64>,
+        /// The tasks, waiters and locks, in every measurement.
+        counts: Vec<usize>,
+    },
+    /// redlease next to redis-benchmark's limit and the peer libraries:
+    /// pairs per second by tasks, and the contended hand-off; draws
+    /// target/bench/comparison.png.
+    Compare {
+        /// Seconds each row measures.
+        #[arg(default_value_t = COMPARE.seconds)]
+        seconds: u64,
+        /// Tasks on one client, a row each.
+        #[arg(value_name = "TASKS", default_values_t = COMPARE.counts.to_vec())]
+        counts: Vec<usize>,
+    },
+    /// Uncontended lock+unlock pairs per second by tasks on one client,
+    /// next to redis-benchmark replaying the same scripts.
+    Throughput {
+        /// Seconds each row measures.
+        #[arg(default_value_t = THROUGHPUT.seconds)]
+        seconds: u64,
+        /// Tasks on one client, a row each.
+        #[arg(value_name = "TASKS", default_values_t = THROUGHPUT.counts.to_vec())]
+        counts: Vec<usize>,
+    },
+    /// Hand-off latency and Redis commands per hand-off, by waiters on one
+    /// lock.
+    Handoff {
+        /// Seconds each row measures.
+        #[arg(default_value_t = HANDOFF.seconds)]
+        seconds: u64,
+        /// Tasks waiting for the lock, a row each.
+        #[arg(value_name = "WAITERS", default_values_t = HANDOFF.counts.to_vec())]
+        counts: Vec<usize>,
+    },
+    /// How evenly processes contending for one lock get it, plain lock and
+    /// fair lock.
+    Fairness {
+        /// Seconds each lock contends.
+        #[arg(default_value_t = FAIRNESS_SECONDS)]
+        seconds: u64,
+    },
+    /// What holding many watchdog-mode locks at once costs the client and
+    /// Redis, by number of locks.
+    Scale {
+        /// Seconds the locks are held, in each row.
+        #[arg(default_value_t = SCALE.seconds)]
+        seconds: u64,
+        /// Locks held at once, a row each.
+        #[arg(value_name = "LOCKS", default_values_t = SCALE.counts.to_vec())]
+        counts: Vec<usize>,
+    },
+    /// Commands redlease sends per operation, counted by the server.
+    Roundtrips,
+    /// Replaces what is between FILE's generated-section markers with
+    /// stdin (scripts/bench: `splice docs/BENCHMARKS.md < report.md`).
+    Splice { file: PathBuf },
+    /// Connects to URL, warms up, then takes and releases one lock PAIRS
+    /// times and exits: for instruction counts under callgrind.
+    PairsWorker { url: String, pairs: u64 },
+    /// One of `fairness`'s contending processes (run by the bench itself).
+    #[command(hide = true)]
+    FairnessWorker {
+        url: String,
+        name: String,
+        #[arg(value_parser = fairness::KINDS)]
+        kind: String,
+        seconds: u64,
+    },
+    /// One of `scale`'s lock counts (run by the bench itself).
+    #[command(hide = true)]
+    ScaleWorker {
+        url: String,
+        seconds: u64,
+        locks: usize,
+    },
+}
+
+/// A measurement's default SECONDS and counts (tasks, waiters, locks).
+struct Defaults {
+    seconds: u64,
+    counts: &'static [usize],
+}
+
+const COMPARE: Defaults = Defaults {
+    seconds: 3,
+    counts: &[1, 16, 256],
+};
+const THROUGHPUT: Defaults = Defaults {
+    seconds: 5,
+    counts: &[1, 64],
+};
+const HANDOFF: Defaults = Defaults {
+    seconds: 5,
+    counts: &[1, 16, 256],
+};
+const FAIRNESS_SECONDS: u64 = 10;
+const SCALE: Defaults = Defaults {
+    seconds: 60,
+    counts: &[10_000, 100_000],
+};
+
+/// A measurement's seconds and counts.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) seconds: u64,
+    pub(crate) counts: Vec<usize>,
+}
+
+impl Defaults {
+    /// This measurement with `seconds` and `counts` where given.
+    fn or(&self, seconds: Option<u64>, counts: &[usize]) -> Run {
+        Run {
+            seconds: seconds.unwrap_or(self.seconds),
+            counts: if counts.is_empty() {
+                self.counts.to_vec()
+            } else {
+                counts.to_vec()
+            },
+        }
+    }
+}
+
+/// One measurement to run.
+#[derive(Debug)]
+pub(crate) enum Measurement {
+    Compare(Run),
+    Throughput(Run),
+    Handoff(Run),
+    Fairness { seconds: u64 },
+    Scale(Run),
+    Roundtrips,
+}
+
+/// `all`: every measurement but throughput, in the order they run, each
+/// with `seconds` and `counts` where given, else with its own.
+pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
+    vec![
+        Measurement::Compare(COMPARE.or(seconds, counts)),
+        Measurement::Handoff(HANDOFF.or(seconds, counts)),
+        Measurement::Fairness {
+            seconds: seconds.unwrap_or(FAIRNESS_SECONDS),
+        },
+        Measurement::Scale(SCALE.or(seconds, counts)),
+        Measurement::Roundtrips,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Option<Bench> {
+        let argv = std::iter::once("redlease-bench").chain(args.iter().copied());
+        Cli::try_parse_from(argv).expect("valid arguments").command
+    }
+
+    #[test]
+    fn positional_arguments_as_scripts_and_docs_write_them() {
+        assert!(parse(&[]).is_none(), "no command: all");
+        assert!(matches!(
+            parse(&["compare", "3", "1", "16", "256"]),
+            Some(Bench::Compare { seconds: 3, counts }) if counts == [1, 16, 256]
+        ));
+        assert!(matches!(
+            parse(&["handoff"]),
+            Some(Bench::Handoff { seconds: 5, counts }) if counts == [1, 16, 256]
+        ));
+        assert!(matches!(
+            parse(&["pairs-worker", "redis://127.0.0.1:1", "1000"]),
+            Some(Bench::PairsWorker { url, pairs: 1000 }) if url == "redis://127.0.0.1:1"
+        ));
+        assert!(matches!(
+            parse(&["fairness-worker", "redis://h:1", "n", "fair", "2"]),
+            Some(Bench::FairnessWorker { kind, seconds: 2, .. }) if kind == "fair"
+        ));
+        for bad in [
+            &["compare", "soon"][..],
+            &["roundtrips", "3"],
+            &["fairness-worker", "redis://h:1", "n", "sideways", "2"],
+            &["pairs-worker", "redis://h:1"],
+            &["unknown"],
+        ] {
+            let argv = std::iter::once("redlease-bench").chain(bad.iter().copied());
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn all_gives_every_measurement_the_given_seconds_and_counts() {
+        let plan = all(Some(1), &[7]);
+        assert_eq!(plan.len(), 5, "{plan:?}");
+        for measurement in &plan {
+            match measurement {
+                Measurement::Compare(run) | Measurement::Handoff(run) | Measurement::Scale(run) => {
+                    assert_eq!((run.seconds, run.counts.as_slice()), (1, &[7][..]));
+                }
+                Measurement::Fairness { seconds } => assert_eq!(*seconds, 1),
+                Measurement::Roundtrips => {}
+                Measurement::Throughput(_) => panic!("all leaves throughput out"),
+            }
+        }
+        match &all(None, &[])[0] {
+            Measurement::Compare(run) => {
+                assert_eq!((run.seconds, run.counts.as_slice()), (3, &[1, 16, 256][..]));
+            }
+            other => panic!("compare runs first, not {other:?}"),
+        }
+    }
+}

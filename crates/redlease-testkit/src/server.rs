@@ -1,0 +1,249 @@
+//! [`RedisServer`]: one private `redis-server` and what a test does to it.
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::launch::{free_port, scratch_dir, spawn, wait_ready, watch};
+use crate::{StartError, signal};
+
+/// How many fresh ports [`RedisServer::try_start_with`] tries.
+const START_TRIES: u32 = 5;
+
+/// A `redis-server` process owned by the caller.
+#[derive(Debug)]
+pub struct RedisServer {
+    port: u16,
+    extra_args: Vec<String>,
+    /// The server, a child of this process, so that it is reaped here
+    /// rather than left to an init process that may not reap (as in some
+    /// containers). `None` once killed.
+    server: Option<Child>,
+    /// Kills the server if this process dies without running destructors
+    /// (see [`watch`]).
+    watcher: Option<Child>,
+    tls_port: Option<u16>,
+    dir: PathBuf,
+}
+
+/// Options for [`RedisServer::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// Requires this password (`requirepass`).
+    pub password: Option<String>,
+    /// Starts the server as a replica of this port on 127.0.0.1.
+    pub replica_of: Option<u16>,
+    /// Also serves TLS on a port of its own ([`RedisServer::tls_port`]) with
+    /// this certificate and key (PEM files), not asking clients for
+    /// certificates; the plain port stays open for setup and checks.
+    pub tls: Option<TlsFiles>,
+}
+
+/// A server certificate and its private key, as PEM files.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The certificate (self-signed is fine; it is also given as the CA).
+    pub cert: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts a server with default options.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(ServerOptions::default())
+    }
+
+    /// Starts a server with `options`.
+    ///
+    /// # Panics
+    ///
+    /// When the server cannot be started: this is a test fixture.
+    pub fn start_with(options: ServerOptions) -> RedisServer {
+        match RedisServer::try_start_with(options) {
+            Ok(server) => server,
+            Err(StartError::NotInstalled) => panic!(
+                "redis-server is not on PATH; install it (scripts/test does: apt-get install redis-server)"
+            ),
+            Err(e) => panic!("could not start redis-server: {e}"),
+        }
+    }
+
+    /// Starts a server with `options` on a free port and waits until it
+    /// answers; for programs, which report a failure rather than panic.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotInstalled`] when there is no `redis-server` on PATH,
+    /// else [`StartError::Failed`] after a few tries on fresh ports.
+    pub fn try_start_with(options: ServerOptions) -> Result<RedisServer, StartError> {
+        let mut extra_args = Vec::new();
+        if let Some(password) = options.password {
+            extra_args.extend(["--requirepass".to_owned(), password]);
+        }
+        if let Some(port) = options.replica_of {
+            extra_args.extend([
+                "--replicaof".to_owned(),
+                "127.0.0.1".to_owned(),
+                port.to_string(),
+            ]);
+        }
+        // A free port can be taken between our probe and redis-server's bind;
+        // a few tries make that race irrelevant.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut extra_args = extra_args.clone();
+            let tls_port = match &options.tls {
+                Some(tls) => {
+                    let port = free_port()?;
+                    extra_args.extend([
+                        "--tls-port".to_owned(),
+                        port.to_string(),
+                        "--tls-cert-file".to_owned(),
+                        tls.cert.display().to_string(),
+                        "--tls-key-file".to_owned(),
+                        tls.key.display().to_string(),
+                        "--tls-ca-cert-file".to_owned(),
+                        tls.cert.display().to_string(),
+                        "--tls-auth-clients".to_owned(),
+                        "no".to_owned(),
+                    ]);
+                    Some(port)
+                }
+                None => None,
+            };
+            let port = free_port()?;
+            let mut server = RedisServer {
+                port,
+                extra_args,
+                server: None,
+                watcher: None,
+                tls_port,
+                dir: scratch_dir(port)?,
+            };
+            match server.launch() {
+                Ok(()) => return Ok(server),
+                Err(e @ StartError::NotInstalled) => return Err(e),
+                Err(e) if tries == START_TRIES => return Err(e),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// The shared server for tests that only read and write their own keys.
+    /// Started on first use and stopped when the test process exits.
+    pub fn shared() -> &'static RedisServer {
+        static SHARED: OnceLock<RedisServer> = OnceLock::new();
+        SHARED.get_or_init(RedisServer::start)
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The TLS port, when started with [`ServerOptions::tls`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
+    }
+
+    /// A new synchronous connection, for inspecting and changing the data
+    /// behind the library's back. Authenticates when `password` is given.
+    pub fn connection(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).expect("valid url");
+        let mut conn = client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .expect("connect to test redis");
+        if let Some(password) = self.password() {
+            redis::cmd("AUTH")
+                .arg(password)
+                .exec(&mut conn)
+                .expect("auth to test redis");
+        }
+        conn
+    }
+
+    /// Kills the server with SIGKILL: every key is lost, clients see the
+    /// connection drop. Returns once the port is free again.
+    pub fn kill(&mut self) {
+        // The watcher first: see `watch`.
+        if let Some(mut watcher) = self.watcher.take() {
+            let _ = watcher.kill();
+            let _ = watcher.wait();
+        }
+        if let Some(mut server) = self.server.take() {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        // A process's sockets close when it exits, but a child it forked
+        // (a replica sync) may still hold the listener for a moment; a
+        // restart must be able to bind the port.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the server and starts a new, empty one on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.launch() {
+                Ok(()) => return,
+                Err(e) if Instant::now() > deadline => {
+                    panic!("could not restart redis-server: {e}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Stops the server process (SIGSTOP): connections stay open but nothing
+    /// is answered, as with a long GC pause or a frozen VM.
+    pub fn pause(&self) {
+        signal("STOP", self.pid());
+    }
+
+    /// Resumes a paused server (SIGCONT).
+    pub fn resume(&self) {
+        signal("CONT", self.pid());
+    }
+
+    fn pid(&self) -> u32 {
+        self.server.as_ref().expect("server is running").id()
+    }
+
+    fn password(&self) -> Option<&str> {
+        let i = self.extra_args.iter().position(|a| a == "--requirepass")?;
+        self.extra_args.get(i + 1).map(String::as_str)
+    }
+
+    fn launch(&mut self) -> Result<(), StartError> {
+        let mut server = spawn(self.port, &self.extra_args, &self.dir)?;
+        self.watcher = watch(server.id());
+        let ready = wait_ready(&mut server, self.port, &self.dir);
+        self.server = Some(server);
+        if ready.is_err() {
+            self.kill();
+        }
+        ready
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        // Nothing in it is worth keeping once the server is gone.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
