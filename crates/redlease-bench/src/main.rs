@@ -64,8 +64,7 @@ async fn main() -> ExitCode {
             };
         }
         Bench::PairsWorker { url, pairs } => {
-            // throughput.rs still reads the worker's words itself.
-            throughput::pairs_worker(&[url, pairs.to_string()]).await;
+            throughput::pairs_worker(&url, pairs).await;
             return ExitCode::SUCCESS;
         }
         Bench::FairnessWorker {

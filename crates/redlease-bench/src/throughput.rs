@@ -218,11 +218,7 @@ fn run_redis_benchmark(
 /// `valgrind --tool=callgrind`: the difference between two runs with
 /// different `PAIRS`, divided by the difference, is the client's cost of one
 /// pair without the set-up.
-pub(crate) async fn pairs_worker(args: &[String]) {
-    let (Some(url), Some(Ok(pairs))) = (args.first(), args.get(1).map(|p| p.parse::<u64>())) else {
-        eprintln!("usage: redlease-bench pairs-worker URL PAIRS");
-        std::process::exit(2);
-    };
+pub(crate) async fn pairs_worker(url: &str, pairs: u64) {
     let client = redlease::Client::connect(url).await.expect("connect");
     probe::warm_up(&client, "bench:pairs:warmup").await;
     let lock = client.lock("bench:pairs");
