@@ -69,6 +69,13 @@ pub(crate) struct Locked {
     pub(crate) elapsed: Duration,
 }
 
+/// What one phase's buyers did, and the stock they left.
+struct Phase {
+    tally: Arc<Tally>,
+    elapsed: Duration,
+    final_stock: i64,
+}
+
 /// Counters shared by the buyers of one phase.
 #[derive(Debug, Default)]
 struct Tally {
@@ -115,22 +122,11 @@ impl Shop {
         workers: u32,
         bar: &ProgressBar,
     ) -> Result<Unlocked, String> {
-        let tally = Arc::new(Tally::default());
-        let started = Instant::now();
-        self.run(instances, workers, |shop, instance, seed, barrier| {
-            let (tally, bar) = (tally.clone(), bar.clone());
-            async move {
-                barrier.wait().await;
-                shop.buy_unlocked(instance, seed, &tally, &bar).await
-            }
-        })
-        .await?;
-        let elapsed = started.elapsed();
-        let final_stock = self.read_stock(&mut instances[0].stock.clone()).await?;
+        let phase = self.phase(instances, workers, bar, false).await?;
         Ok(Unlocked {
-            sold: tally.sold.load(Ordering::Relaxed),
-            final_stock,
-            elapsed,
+            sold: phase.tally.sold.load(Ordering::Relaxed),
+            final_stock: phase.final_stock,
+            elapsed: phase.elapsed,
         })
     }
 
@@ -142,27 +138,48 @@ impl Shop {
         workers: u32,
         bar: &ProgressBar,
     ) -> Result<Locked, String> {
+        let phase = self.phase(instances, workers, bar, true).await?;
+        let tally = &phase.tally;
+        let sales = std::mem::take(&mut *tally.sales.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(Locked {
+            sold: tally.sold.load(Ordering::Relaxed),
+            final_stock: phase.final_stock,
+            acquisitions: tally.acquisitions.load(Ordering::Relaxed),
+            busy: tally.busy.load(Ordering::Relaxed),
+            lost: tally.lost.load(Ordering::Relaxed),
+            sales,
+            elapsed: phase.elapsed,
+        })
+    }
+
+    /// Runs one phase: `workers` buyers per instance, with or without the
+    /// lock, until each of them reads an empty stock.
+    async fn phase(
+        &self,
+        instances: &[Instance],
+        workers: u32,
+        bar: &ProgressBar,
+        locked: bool,
+    ) -> Result<Phase, String> {
         let tally = Arc::new(Tally::default());
         let started = Instant::now();
         self.run(instances, workers, |shop, instance, seed, barrier| {
             let (tally, bar) = (tally.clone(), bar.clone());
             async move {
                 barrier.wait().await;
-                shop.buy_locked(instance, seed, &tally, &bar).await
+                match locked {
+                    true => shop.buy_locked(instance, seed, &tally, &bar).await,
+                    false => shop.buy_unlocked(instance, seed, &tally, &bar).await,
+                }
             }
         })
         .await?;
         let elapsed = started.elapsed();
         let final_stock = self.read_stock(&mut instances[0].stock.clone()).await?;
-        let sales = std::mem::take(&mut *tally.sales.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(Locked {
-            sold: tally.sold.load(Ordering::Relaxed),
-            final_stock,
-            acquisitions: tally.acquisitions.load(Ordering::Relaxed),
-            busy: tally.busy.load(Ordering::Relaxed),
-            lost: tally.lost.load(Ordering::Relaxed),
-            sales,
+        Ok(Phase {
+            tally,
             elapsed,
+            final_stock,
         })
     }
 
