@@ -19,7 +19,7 @@ use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
 use crate::scripts::lock::Acquired;
 use crate::wait::{self, Attempt, Contender};
-use crate::{name, scope};
+use crate::{name, release, scope};
 
 /// A handle to one named lock; made by [`Client::lock`].
 ///
@@ -358,10 +358,10 @@ impl Contender for Waiter<'_> {
     }
 
     fn refresh(&self) -> Option<Duration> {
-        // Each attempt refreshes a fair waiter's deadline in the queue.
-        let kind = self.lock.kind;
-        kind.is_queued()
-            .then(|| self.lock.client.watchdog_timeout() / 3)
+        // Each attempt refreshes a fair waiter's deadline in the queue,
+        // which lasts one watchdog timeout.
+        let queue_lease = self.lock.client.watchdog_timeout();
+        self.lock.kind.is_queued().then_some(queue_lease / 3)
     }
 
     fn restart(&mut self) {
@@ -374,14 +374,8 @@ impl Contender for Waiter<'_> {
             return;
         }
         let lock = self.lock;
-        let left = crate::release::withdraw(
-            lock.client.acquire_conn(),
-            lock.kind,
-            &lock.name,
-            &self.field,
-            self.lease_ms,
-        )
-        .await;
+        let conn = lock.client.acquire_conn();
+        let left = release::withdraw(conn, lock.kind, &lock.name, &self.field, self.lease_ms).await;
         // Failed, the place is given up in the background when dropped.
         if left.is_ok() {
             self.place.disarm();
