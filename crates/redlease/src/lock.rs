@@ -69,7 +69,7 @@ impl Client {
     /// queued and leaves no trace. A waiter that gives up leaves the queue at
     /// once; one that dies (or loses its connection) stops refreshing its
     /// deadline and is dropped from the queue within one
-    /// [watchdog timeout](ClientBuilder::watchdog_timeout).
+    /// [watchdog timeout](crate::ClientBuilder::watchdog_timeout).
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), Kind::Fair, name.into())
