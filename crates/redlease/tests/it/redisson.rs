@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::support::{RedisServer, client, client_with_watchdog, pttl, unique};
+use crate::support::{RedisServer, client, client_with_watchdog, listen_once, pttl, unique};
 
 /// A Redisson client's owner field: `<client-uuid>:<thread-id>`.
 const JAVA_FIELD: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
@@ -53,7 +53,7 @@ async fn unlock_publishes_zero_on_redisson_channel() {
             None => format!("redisson_lock__channel:{{{name}}}"),
             Some(()) => format!("redisson_lock__channel:{name}"),
         };
-        let listener = listen_once(expected.clone());
+        let listener = listen_once(RedisServer::shared(), expected.clone());
         let g = c.lock(&name).try_lock().await.unwrap();
         g.unlock().await.unwrap();
         let (got_channel, payload) = listener.await.unwrap();
@@ -173,26 +173,4 @@ async fn redisson_force_unlock_is_reported_lost() {
         .await
         .unwrap();
     assert_eq!(reason, redlease::LostReason::OwnerChanged);
-}
-
-/// Subscribes to `channel` on the shared server (on a thread, with the
-/// synchronous client) and returns the first message's channel and payload.
-fn listen_once(channel: String) -> tokio::task::JoinHandle<(String, String)> {
-    let mut conn = RedisServer::shared().connection();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let handle = tokio::task::spawn_blocking(move || {
-        let mut pubsub = conn.as_pubsub();
-        pubsub.subscribe(&channel).unwrap();
-        pubsub
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        ready_tx.send(()).unwrap();
-        let msg = pubsub.get_message().unwrap();
-        (
-            msg.get_channel_name().to_owned(),
-            msg.get_payload::<String>().unwrap(),
-        )
-    });
-    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    handle
 }
