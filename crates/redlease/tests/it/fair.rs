@@ -1,8 +1,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    RedisServer, acquired_soon_after, client, client_with_watchdog, eventually, exists,
-    listen_once, spawn_timed, take_and_release, unique,
+    RedisServer, acquired_soon_after, acquired_within, client, client_with_watchdog, eventually,
+    exists, listen_once, spawn_timed, take_and_release, unique,
 };
 
 /// A Redisson client's owner field.
@@ -148,7 +148,8 @@ async fn try_lock_does_not_jump_the_queue() {
 }
 
 /// A waiter that times out or is cancelled leaves the queue at once, and
-/// the next waiter behind it is not held up.
+/// the next waiter behind it is not held up: the release goes to it, and a
+/// head that gives up while the lock is free wakes it.
 #[tokio::test]
 async fn waiters_that_give_up_leave_the_queue() {
     let server = RedisServer::shared();
@@ -171,38 +172,69 @@ async fn waiters_that_give_up_leave_the_queue() {
     assert!(cancelled.is_err());
     let left = eventually(Duration::from_secs(2), || queued(server, &name) == (0, 0)).await;
     assert!(left.is_some(), "cancelled waiter left in the queue");
-    // A waiter queued behind one that gives up is woken when the lock frees.
+    // A waiter queued behind one that times out is the next to be woken
+    // when the lock frees.
     let quitter = {
         let lock = b.fair_lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(400)).await })
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(300)).await })
     };
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name).0 == 1)
             .await
             .is_some()
     );
-    let next = {
-        let lock = b.fair_lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
-    };
+    let next = spawn_timed(b.fair_lock(&name), Duration::from_secs(10));
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
             .await
             .is_some()
     );
+    // The lock stays held for the quitter's whole wait (#12: released
+    // earlier, the quitter took it, and nobody gave up).
+    let err = quitter.await.unwrap().unwrap_err();
+    assert!(err.is_busy(), "{err:?}");
+    assert_eq!(queued(server, &name), (1, 1), "the quitter is still queued");
+    let released = Instant::now();
     held.unlock().await.unwrap();
-    // The lock is free but the head (the quitter) is slow: nobody else may
-    // take it meanwhile. The quitter takes it (it is awake) or gives up.
-    match quitter.await.unwrap() {
-        Ok(g) => g.unlock().await.unwrap(),
-        Err(e) => assert!(e.is_busy()),
-    }
-    let g = tokio::time::timeout(Duration::from_secs(2), next)
+    acquired_soon_after(next, released)
         .await
-        .unwrap()
-        .unwrap()
+        .unlock()
+        .await
         .unwrap();
-    g.unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+
+    // A head cancelled while the lock is free and nothing woke it (the
+    // holder's key vanished without a release message): its withdrawal
+    // wakes the waiter behind it, which would otherwise sleep until its
+    // next refresh, a third of the 30 s watchdog timeout later.
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    let quitter = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move { lock.lock().await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 1)
+            .await
+            .is_some()
+    );
+    let next = spawn_timed(b.fair_lock(&name), Duration::from_secs(10));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
+            .await
+            .is_some()
+    );
+    redis::cmd("DEL")
+        .arg(&name)
+        .exec(&mut server.connection())
+        .unwrap();
+    let gave_up = Instant::now();
+    quitter.abort();
+    acquired_within(next, gave_up, Duration::from_secs(1))
+        .await
+        .unlock()
+        .await
+        .unwrap();
+    assert!(held.unlock().await.unwrap_err().is_not_owner());
     assert_eq!(queued(server, &name), (0, 0));
 }
 
