@@ -35,7 +35,11 @@ async fn fixed_lease_expires_and_hands_over() {
         "{took:?}"
     );
     assert!(first.is_lost());
-    assert_eq!(first.lost().await, LostReason::Expired);
+    // Bounded: a lost() that missed the expiry would hang the test.
+    let reason = tokio::time::timeout(Duration::from_secs(1), first.lost())
+        .await
+        .expect("lost() still pending after the fixed lease expired");
+    assert_eq!(reason, LostReason::Expired);
     assert!(!first.is_held().await.unwrap());
     let err = first.unlock().await.unwrap_err();
     assert!(err.is_not_owner(), "{err:?}");
