@@ -381,13 +381,19 @@ async fn lost_fires_when_redis_restarts_empty() {
 #[tokio::test]
 async fn short_outage_does_not_lose_the_lock() {
     let server = RedisServer::start();
-    let timeout = Duration::from_millis(900);
-    let c = client_with(&server, timeout, Duration::from_millis(100)).await;
+    let timeout = Duration::from_millis(1500);
+    let response_timeout = Duration::from_millis(100);
+    let c = client_with(&server, timeout, response_timeout).await;
     let name = unique("short-outage");
     let g = c.lock(&name).try_lock().await.unwrap();
     server.pause();
-    // Longer than a renewal period, so at least one renewal fails.
-    tokio::time::sleep(timeout / 3 + Duration::from_millis(50)).await;
+    // The first round, a period after the client started, times out while
+    // Redis is still frozen, so at least one renewal fails (#12: a pause
+    // only a little longer than a period let that renewal's reply arrive
+    // within the response timeout, and nothing failed). The retry, a
+    // period after the failure, comes after the resume and well before the
+    // deadline.
+    tokio::time::sleep(timeout / 3 + response_timeout + Duration::from_millis(200)).await;
     server.resume();
     tokio::time::sleep(timeout * 2).await;
     assert!(!g.is_lost());
