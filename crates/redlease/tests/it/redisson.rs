@@ -3,9 +3,12 @@
 //! services exclude each other on one key.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client, client_with_watchdog, listen_once, pttl, unique};
+use crate::support::{
+    RedisServer, acquired_soon_after, channel_of, client, client_with_watchdog, eventually,
+    listen_once, pttl, spawn_timed, subscribers, unique,
+};
 
 /// A Redisson client's owner field: `<client-uuid>:<thread-id>`.
 const JAVA_FIELD: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
@@ -99,12 +102,16 @@ async fn redisson_holder_excludes_redlease() {
         .unwrap();
     assert_eq!(left, 1);
     assert!(c.lock(&name).try_lock().await.unwrap_err().is_busy());
-    // Second: count 0 -> delete and publish, as Redisson's unlock script does.
-    let waiter = {
-        let lock = c.lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(5)).await })
-    };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Second: count 0 -> delete and publish, as Redisson's unlock script
+    // does; a waiter asleep on the channel takes the lock at once (#12: it
+    // was given 5 s, which it waited out and then took the lock, message
+    // or not).
+    let waiter = spawn_timed(c.lock(&name), Duration::from_secs(5));
+    let subscribed = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel_of(&name)) == 1
+    })
+    .await;
+    assert!(subscribed.is_some(), "the waiter did not subscribe");
     let left: i64 = redis::cmd("HINCRBY")
         .arg(&name)
         .arg(JAVA_FIELD)
@@ -112,6 +119,7 @@ async fn redisson_holder_excludes_redlease() {
         .query(&mut conn)
         .unwrap();
     assert_eq!(left, 0);
+    let released = Instant::now();
     redis::pipe()
         .cmd("DEL")
         .arg(&name)
@@ -120,7 +128,7 @@ async fn redisson_holder_excludes_redlease() {
         .arg(0)
         .exec(&mut conn)
         .unwrap();
-    let g = waiter.await.unwrap().unwrap();
+    let g = acquired_soon_after(waiter, released).await;
     g.unlock().await.unwrap();
 }
 
