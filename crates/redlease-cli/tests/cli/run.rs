@@ -179,6 +179,78 @@ fn on_lost_ignore_lets_the_command_finish() {
     assert!(err.contains("keeps running"), "{err}");
 }
 
+/// A command that ignores SIGTERM is killed once `--grace` has passed
+/// after the lock was lost: it does not run on without the lock.
+#[test]
+fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
+    let server = RedisServer::shared();
+    let key = unique("run:grace");
+    let log = temp_dir("grace").join("log");
+    // An ignored signal stays ignored across exec, so `sleep` ignores it.
+    let script = format!(
+        "trap '' TERM; echo started >> {f}; exec sleep 10",
+        f = log.display()
+    );
+    let mut child = redlease(&server.url())
+        .args([
+            "run",
+            "--key",
+            &key,
+            "--watchdog-timeout",
+            "1500ms",
+            "--grace",
+            "300ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the command to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    redis::<i64>(server, &["DEL", &key]);
+    let deleted = Instant::now();
+    assert_eq!(wait(&mut child, LIMIT).code(), Some(76));
+    // Noticed within a renewal period, killed 300 ms later: far from the
+    // 10 s the command would run.
+    assert!(
+        deleted.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        deleted.elapsed()
+    );
+}
+
+/// SIGINT, SIGQUIT and SIGHUP sent to redlease alone (by a supervisor, not
+/// from a terminal) are passed on to the command, which did not get them.
+#[test]
+fn signals_sent_to_redlease_alone_reach_the_command() {
+    let server = RedisServer::shared();
+    for sig in ["INT", "QUIT", "HUP"] {
+        let key = unique("run:forward");
+        let log = temp_dir("forward").join("log");
+        let script = format!(
+            "trap 'echo {sig} >> {f}; kill $! 2>/dev/null; exit 3' {sig}; echo started >> {f}; \
+             sleep 10 & wait $!",
+            f = log.display()
+        );
+        let mut child = redlease(&server.url())
+            .args(["run", "--key", &key, "--", "sh", "-c", &script])
+            .spawn()
+            .unwrap();
+        eventually(LIMIT, "the command to start", || {
+            std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+        });
+        redlease_testkit::signal(sig, child.id());
+        assert_eq!(wait(&mut child, LIMIT).code(), Some(3), "SIG{sig}");
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(log.matches(sig).count(), 1, "SIG{sig}: {log}");
+        assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0, "lock released");
+    }
+}
+
 #[test]
 fn fixed_lease_expiry_stops_the_command() {
     let server = RedisServer::shared();

@@ -4,7 +4,9 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, output, redis, redlease, stderr, stdout, unique, wait};
+use crate::support::{
+    RedisServer, eventually, output, redis, redlease, stderr, stdout, unique, wait,
+};
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -29,8 +31,13 @@ fn force_unlock_wakes_a_waiter() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Let it try once and start waiting on the channel.
-    std::thread::sleep(Duration::from_millis(500));
+    // It has tried once and waits on the channel: the server counts its
+    // subscription (#12: a 500 ms sleep stood in for this; a waiter not yet
+    // subscribed by then found the lock gone at its retry, message or not).
+    let channel = format!("redisson_lock__channel:{{{key}}}");
+    eventually(LIMIT, "the waiter to subscribe", || {
+        redis::<(String, i64)>(server, &["PUBSUB", "NUMSUB", &channel]).1 == 1
+    });
     assert!(
         waiter.try_wait().unwrap().is_none(),
         "the waiter gave up early"

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::support::{
-    RedisServer, assert_acquire_was_released, client, client_with, client_with_watchdog,
-    evalsha_calls, eventually, exists, take_and_release, unique,
+    RedisServer, assert_acquire_was_released, channel_of, client, client_with,
+    client_with_watchdog, evalsha_calls, eventually, exists, subscribers, take_and_release, unique,
 };
 
 const SOON: Duration = Duration::from_secs(2);
@@ -50,11 +50,18 @@ async fn acquire_cancelled_in_flight_is_released() {
 }
 
 /// `lock()` cancelled while waiting on a held lock leaves nothing behind:
-/// when the holder releases, the key is gone at once.
+/// when the holder releases, the key is gone at once. Also when the cancel
+/// lands just after the release woke the waiter, with its acquire on the
+/// way to Redis: when that acquire runs, the release sent behind it frees
+/// the lock, and the waiter's subscription is gone.
 #[tokio::test]
 async fn cancelled_waiting_lock_leaves_nothing() {
-    let server = RedisServer::shared();
-    let (a, b) = (client().await, client().await);
+    // Its own server: it is frozen, and its EVALSHAs are counted.
+    let server = RedisServer::start();
+    let (a, b) = (
+        redlease::Client::connect(&server.url()).await.unwrap(),
+        redlease::Client::connect(&server.url()).await.unwrap(),
+    );
     let name = unique("cancel-wait");
     let held = a.lock(&name).try_lock().await.unwrap();
     for _ in 0..5 {
@@ -62,8 +69,46 @@ async fn cancelled_waiting_lock_leaves_nothing() {
         assert!(r.is_err(), "acquired a held lock");
     }
     held.unlock().await.unwrap();
-    assert!(!exists(server, &name));
+    assert!(!exists(&server, &name));
     take_and_release(b.lock(&name)).await;
+
+    // #12: while the lock is held a waiter's attempts all find it busy, so
+    // there is nothing for a cancel to leave behind, and the part above
+    // could not fail. Here the cancel lands while the woken waiter's
+    // acquire is in flight.
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let calls = evalsha_calls(&server);
+    let lock = b.lock(&name);
+    let mut waiting = Box::pin(lock.lock());
+    // Asleep on the channel: subscribed, and its attempt and the retry
+    // that follows the subscription have run.
+    tokio::select! {
+        _ = &mut waiting => panic!("acquired a held lock"),
+        _ = async {
+            while subscribers(&server, &channel_of(&name)) == 0
+                || evalsha_calls(&server) < calls + 2
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        } => {}
+    }
+    held.unlock().await.unwrap();
+    // The release message is on its way to the waiter, which cannot have
+    // run since (this task has not yielded): frozen now, the server takes
+    // the woken acquire but does not run it.
+    let before = evalsha_calls(&server);
+    server.pause();
+    let r = tokio::time::timeout(Duration::from_millis(100), &mut waiting).await;
+    assert!(r.is_err(), "acquired from a frozen server");
+    drop(waiting);
+    server.resume();
+    assert_acquire_was_released(&server, &name, before).await;
+    assert!(
+        eventually(SOON, || subscribers(&server, &channel_of(&name)) == 0)
+            .await
+            .is_some(),
+        "subscription left behind"
+    );
 }
 
 /// An acquire cancelled while its request sits in a frozen server: when the

@@ -87,8 +87,9 @@ struct Bill {
 }
 
 #[distributed_lock(key = "{prefix}:receipt:{bill.id}", client = client)]
-async fn receipt(client: &Client, prefix: &str, bill: &Bill) -> Result<Seen, AppError> {
-    Ok(look(&format!("{prefix}:receipt:{}", bill.id)))
+async fn receipt(client: &Client, prefix: &str, bill: &Bill) -> Result<(Seen, usize), AppError> {
+    let seen = look(&format!("{prefix}:receipt:{}", bill.id));
+    Ok((seen, client.renewing()))
 }
 
 /// While the body runs, the key formatted from the arguments is a lock hash
@@ -97,10 +98,17 @@ async fn receipt(client: &Client, prefix: &str, bill: &Bill) -> Result<Seen, App
 async fn body_runs_under_the_lock_named_by_the_key() {
     let c = client().await;
     let prefix = unique("declared");
-    let seen = receipt(&c, &prefix, &Bill { id: 42 }).await.unwrap();
+    let (seen, renewing) = receipt(&c, &prefix, &Bill { id: 42 }).await.unwrap();
     assert!(seen.exists, "{seen:?}");
     assert_eq!(seen.fields, 1, "{seen:?}");
     assert!(seen.pttl > 0 && seen.pttl <= 30_000, "{seen:?}");
+    // The watchdog's, not a fixed lease of the same length (#12: the TTL
+    // alone could not tell them apart).
+    assert_eq!(
+        renewing, 1,
+        "the body's lock is not renewed by the watchdog"
+    );
+    assert_eq!(c.renewing(), 0, "still renewed after the call");
     assert!(!exists(
         RedisServer::shared(),
         &format!("{prefix}:receipt:42")

@@ -1,9 +1,12 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    RedisServer, acquired_soon_after, client, client_with_watchdog, eventually, exists,
-    spawn_timed, take_and_release, unique,
+    RedisServer, acquired_soon_after, acquired_within, client, client_with_watchdog, eventually,
+    exists, listen_once, spawn_timed, take_and_release, unique,
 };
+
+/// A Redisson client's owner field.
+const JAVA: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
 
 fn queue(name: &str) -> String {
     format!("redisson_lock_queue:{{{name}}}")
@@ -78,7 +81,26 @@ async fn waiters_acquire_in_arrival_order_across_clients() {
     );
 }
 
-/// `try_lock` on a fair lock does not jump the queue, and leaves no trace.
+/// Queues `field` by hand, as Redisson's `RFairLock` enqueues a waiter:
+/// at the tail, with a deadline far ahead (its default wait is 5 min).
+/// Nothing wakes it: it acquires only when a test does so by hand.
+fn enqueue_raw(server: &RedisServer, name: &str, field: &str) {
+    let far: i64 = 4_102_444_800_000; // year 2100, in ms
+    redis::pipe()
+        .cmd("ZADD")
+        .arg(timeouts(name))
+        .arg(far)
+        .arg(field)
+        .cmd("RPUSH")
+        .arg(queue(name))
+        .arg(field)
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+/// `try_lock` on a fair lock does not jump the queue, and leaves no trace:
+/// not while the lock is held, and not while it is free but another
+/// waiter's turn.
 #[tokio::test]
 async fn try_lock_does_not_jump_the_queue() {
     let server = RedisServer::shared();
@@ -104,11 +126,30 @@ async fn try_lock_does_not_jump_the_queue() {
         .unwrap();
     assert_eq!(queued(server, &name), (0, 0));
     g.unlock().await.unwrap();
+    // Free, but a waiter that nothing wakes is at the head: a `try_lock`
+    // that took the lock now would jump the queue (#12: with the lock
+    // held, as above, the test could not fail).
+    enqueue_raw(server, &name, JAVA);
+    let err = c.fair_lock(&name).try_lock().await.unwrap_err();
+    assert!(err.is_busy(), "{err:?}");
+    assert!(!exists(server, &name), "try_lock jumped the queue");
+    assert_eq!(queued(server, &name), (1, 1));
+    redis::pipe()
+        .cmd("LREM")
+        .arg(queue(&name))
+        .arg(0)
+        .arg(JAVA)
+        .cmd("ZREM")
+        .arg(timeouts(&name))
+        .arg(JAVA)
+        .exec(&mut server.connection())
+        .unwrap();
     take_and_release(c.fair_lock(&name)).await;
 }
 
 /// A waiter that times out or is cancelled leaves the queue at once, and
-/// the next waiter behind it is not held up.
+/// the next waiter behind it is not held up: the release goes to it, and a
+/// head that gives up while the lock is free wakes it.
 #[tokio::test]
 async fn waiters_that_give_up_leave_the_queue() {
     let server = RedisServer::shared();
@@ -131,38 +172,69 @@ async fn waiters_that_give_up_leave_the_queue() {
     assert!(cancelled.is_err());
     let left = eventually(Duration::from_secs(2), || queued(server, &name) == (0, 0)).await;
     assert!(left.is_some(), "cancelled waiter left in the queue");
-    // A waiter queued behind one that gives up is woken when the lock frees.
+    // A waiter queued behind one that times out is the next to be woken
+    // when the lock frees.
     let quitter = {
         let lock = b.fair_lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(400)).await })
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(300)).await })
     };
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name).0 == 1)
             .await
             .is_some()
     );
-    let next = {
-        let lock = b.fair_lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
-    };
+    let next = spawn_timed(b.fair_lock(&name), Duration::from_secs(10));
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
             .await
             .is_some()
     );
+    // The lock stays held for the quitter's whole wait (#12: released
+    // earlier, the quitter took it, and nobody gave up).
+    let err = quitter.await.unwrap().unwrap_err();
+    assert!(err.is_busy(), "{err:?}");
+    assert_eq!(queued(server, &name), (1, 1), "the quitter is still queued");
+    let released = Instant::now();
     held.unlock().await.unwrap();
-    // The lock is free but the head (the quitter) is slow: nobody else may
-    // take it meanwhile. The quitter takes it (it is awake) or gives up.
-    match quitter.await.unwrap() {
-        Ok(g) => g.unlock().await.unwrap(),
-        Err(e) => assert!(e.is_busy()),
-    }
-    let g = tokio::time::timeout(Duration::from_secs(2), next)
+    acquired_soon_after(next, released)
         .await
-        .unwrap()
-        .unwrap()
+        .unlock()
+        .await
         .unwrap();
-    g.unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+
+    // A head cancelled while the lock is free and nothing woke it (the
+    // holder's key vanished without a release message): its withdrawal
+    // wakes the waiter behind it, which would otherwise sleep until its
+    // next refresh, a third of the 30 s watchdog timeout later.
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    let quitter = {
+        let lock = b.fair_lock(&name);
+        tokio::spawn(async move { lock.lock().await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 1)
+            .await
+            .is_some()
+    );
+    let next = spawn_timed(b.fair_lock(&name), Duration::from_secs(10));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 2)
+            .await
+            .is_some()
+    );
+    redis::cmd("DEL")
+        .arg(&name)
+        .exec(&mut server.connection())
+        .unwrap();
+    let gave_up = Instant::now();
+    quitter.abort();
+    acquired_within(next, gave_up, Duration::from_secs(1))
+        .await
+        .unlock()
+        .await
+        .unwrap();
+    assert!(held.unlock().await.unwrap_err().is_not_owner());
     assert_eq!(queued(server, &name), (0, 0));
 }
 
@@ -231,29 +303,18 @@ async fn fair_and_plain_exclude_each_other() {
 
 /// A Redisson `RFairLock` waiter (raw queue entries, as its acquire script
 /// writes them) keeps its place: a redlease release wakes it on its own
-/// channel, a redlease waiter behind it does not jump ahead, and when the
-/// Redisson client releases (publishing to the next head's channel), the
-/// redlease waiter is woken at once.
+/// channel, a redlease waiter behind it does not jump ahead (woken, it
+/// finds the lock free out of its turn and wakes the head instead), and
+/// when the Redisson client releases (publishing to the next head's
+/// channel), the redlease waiter is woken at once.
 #[tokio::test]
 async fn redisson_fair_waiter_keeps_its_place() {
-    const JAVA: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
     let server = RedisServer::shared();
     let (a, b) = (client().await, client().await);
     let name = unique("fair-redisson");
     let mut conn = server.connection();
     let held = a.fair_lock(&name).try_lock().await.unwrap();
-    // Redisson enqueues with a deadline far ahead (its default wait is 5 min).
-    let far: i64 = 4_102_444_800_000; // year 2100, in ms
-    redis::pipe()
-        .cmd("ZADD")
-        .arg(timeouts(&name))
-        .arg(far)
-        .arg(JAVA)
-        .cmd("RPUSH")
-        .arg(queue(&name))
-        .arg(JAVA)
-        .exec(&mut conn)
-        .unwrap();
+    enqueue_raw(server, &name, JAVA);
     let waiter = {
         let lock = b.fair_lock(&name);
         spawn_timed(lock, Duration::from_secs(10))
@@ -275,8 +336,27 @@ async fn redisson_fair_waiter_keeps_its_place() {
     let msg = pubsub.get_message().unwrap();
     assert_eq!(msg.get_payload::<String>().unwrap(), "0");
     drop(pubsub);
-    // The lock is free, but it is the Redisson waiter's turn.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The lock is free, but it is the Redisson waiter's turn. Nothing wakes
+    // the redlease waiter, so wake it by hand (a stray message) to make it
+    // try now (#12: asleep, it could not jump the queue, so the test could
+    // not fail). Its attempt finds the lock free out of its turn and wakes
+    // the head instead: that message says the attempt has run.
+    let head_woken = listen_once(server, java_channel);
+    let ours: String = redis::cmd("LINDEX")
+        .arg(queue(&name))
+        .arg(1)
+        .query(&mut conn)
+        .unwrap();
+    redis::cmd("PUBLISH")
+        .arg(format!("redisson_lock__channel:{{{name}}}:{ours}"))
+        .arg(0)
+        .exec(&mut conn)
+        .unwrap();
+    let (_, payload) = head_woken
+        .await
+        .expect("the woken waiter's attempt did not wake the head");
+    assert_eq!(payload, "0");
+    assert!(!exists(server, &name), "redlease waiter jumped the queue");
     assert!(!waiter.is_finished(), "redlease waiter jumped the queue");
     // The Redisson waiter acquires (its script: pop itself, take the hash)...
     redis::pipe()

@@ -3,9 +3,12 @@
 //! services exclude each other on one key.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client, client_with_watchdog, pttl, unique};
+use crate::support::{
+    RedisServer, acquired_soon_after, channel_of, client, client_with_watchdog, eventually,
+    listen_once, pttl, spawn_timed, subscribers, unique,
+};
 
 /// A Redisson client's owner field: `<client-uuid>:<thread-id>`.
 const JAVA_FIELD: &str = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:87";
@@ -53,7 +56,7 @@ async fn unlock_publishes_zero_on_redisson_channel() {
             None => format!("redisson_lock__channel:{{{name}}}"),
             Some(()) => format!("redisson_lock__channel:{name}"),
         };
-        let listener = listen_once(expected.clone());
+        let listener = listen_once(RedisServer::shared(), expected.clone());
         let g = c.lock(&name).try_lock().await.unwrap();
         g.unlock().await.unwrap();
         let (got_channel, payload) = listener.await.unwrap();
@@ -99,12 +102,16 @@ async fn redisson_holder_excludes_redlease() {
         .unwrap();
     assert_eq!(left, 1);
     assert!(c.lock(&name).try_lock().await.unwrap_err().is_busy());
-    // Second: count 0 -> delete and publish, as Redisson's unlock script does.
-    let waiter = {
-        let lock = c.lock(&name);
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(5)).await })
-    };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Second: count 0 -> delete and publish, as Redisson's unlock script
+    // does; a waiter asleep on the channel takes the lock at once (#12: it
+    // was given 5 s, which it waited out and then took the lock, message
+    // or not).
+    let waiter = spawn_timed(c.lock(&name), Duration::from_secs(5));
+    let subscribed = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel_of(&name)) == 1
+    })
+    .await;
+    assert!(subscribed.is_some(), "the waiter did not subscribe");
     let left: i64 = redis::cmd("HINCRBY")
         .arg(&name)
         .arg(JAVA_FIELD)
@@ -112,6 +119,7 @@ async fn redisson_holder_excludes_redlease() {
         .query(&mut conn)
         .unwrap();
     assert_eq!(left, 0);
+    let released = Instant::now();
     redis::pipe()
         .cmd("DEL")
         .arg(&name)
@@ -120,7 +128,7 @@ async fn redisson_holder_excludes_redlease() {
         .arg(0)
         .exec(&mut conn)
         .unwrap();
-    let g = waiter.await.unwrap().unwrap();
+    let g = acquired_soon_after(waiter, released).await;
     g.unlock().await.unwrap();
 }
 
@@ -173,26 +181,4 @@ async fn redisson_force_unlock_is_reported_lost() {
         .await
         .unwrap();
     assert_eq!(reason, redlease::LostReason::OwnerChanged);
-}
-
-/// Subscribes to `channel` on the shared server (on a thread, with the
-/// synchronous client) and returns the first message's channel and payload.
-fn listen_once(channel: String) -> tokio::task::JoinHandle<(String, String)> {
-    let mut conn = RedisServer::shared().connection();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let handle = tokio::task::spawn_blocking(move || {
-        let mut pubsub = conn.as_pubsub();
-        pubsub.subscribe(&channel).unwrap();
-        pubsub
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        ready_tx.send(()).unwrap();
-        let msg = pubsub.get_message().unwrap();
-        (
-            msg.get_channel_name().to_owned(),
-            msg.get_payload::<String>().unwrap(),
-        )
-    });
-    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    handle
 }

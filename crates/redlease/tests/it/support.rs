@@ -139,6 +139,32 @@ pub(crate) fn channel_of(name: &str) -> String {
     }
 }
 
+/// Subscribes to `channel` on `server` (on a thread, with the synchronous
+/// client) and returns the first message's channel and payload; subscribed
+/// by the time it returns.
+pub(crate) fn listen_once(
+    server: &RedisServer,
+    channel: String,
+) -> tokio::task::JoinHandle<(String, String)> {
+    let mut conn = server.connection();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = tokio::task::spawn_blocking(move || {
+        let mut pubsub = conn.as_pubsub();
+        pubsub.subscribe(&channel).unwrap();
+        pubsub
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        ready_tx.send(()).unwrap();
+        let msg = pubsub.get_message().unwrap();
+        (
+            msg.get_channel_name().to_owned(),
+            msg.get_payload::<String>().unwrap(),
+        )
+    });
+    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    handle
+}
+
 /// What a timed waiter returns: its acquire result and when it came.
 pub(crate) type Timed = (Result<redlease::LockGuard, redlease::Error>, Instant);
 

@@ -163,8 +163,9 @@ async fn no_subscription_left_behind() {
     );
 }
 
-/// Many quick hand-offs between tasks on two clients: a lost wake-up would
-/// leave a waiter asleep for the 30 s lease and blow the time limit.
+/// Many quick hand-offs between tasks on two clients, in a free-for-all
+/// and in strict turns: a lost wake-up would leave a waiter asleep for the
+/// 30 s lease and blow the time limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_lost_wakeups_in_rapid_handoffs() {
     const ROUNDS: usize = 60;
@@ -193,6 +194,45 @@ async fn no_lost_wakeups_in_rapid_handoffs() {
         .await
         .unwrap_or_else(|_| panic!("stuck after {} acquisitions", done.load(Ordering::Relaxed)));
     assert_eq!(done.load(Ordering::Relaxed), 6 * ROUNDS);
+
+    // Two clients, one task each, taking strict turns: each asks for the
+    // lock only once the other holds it, so every release is the only one
+    // that can wake the waiter. Holds of 0 to 3 ms land the release before
+    // the waiter's subscription, between its retry and its sleep, or while
+    // it sleeps (#12: above, the next release woke a waiter whose wake-up
+    // was lost, so the test passed without the retry after subscribing and
+    // without keeping a wake-up for the next sleeper).
+    let name = unique("wake-turns");
+    let (turns, _) = tokio::sync::watch::channel(0usize);
+    let turns = Arc::new(turns);
+    let mut tasks = Vec::new();
+    for me in 0..2 {
+        let (lock, turns) = (client().await.lock(&name), turns.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = turns.subscribe();
+            for round in 0..ROUNDS {
+                // Acquisition number 2 * round + me is ours: wait for the
+                // other's, except for the very first.
+                let mine = 2 * round + me;
+                if mine > 0 {
+                    seen.wait_for(|n| *n >= mine).await.unwrap();
+                }
+                let g = lock.lock().await.unwrap();
+                turns.send_modify(|n| *n += 1);
+                tokio::time::sleep(Duration::from_millis(round as u64 % 4)).await;
+                g.unlock().await.unwrap();
+            }
+        }));
+    }
+    let all = async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), all)
+        .await
+        .unwrap_or_else(|_| panic!("stuck after {} turns", *turns.borrow()));
+    assert_eq!(*turns.borrow(), 2 * ROUNDS);
 }
 
 /// One release wakes one waiter per client: with 40 waiters in one client,
