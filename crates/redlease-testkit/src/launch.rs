@@ -113,10 +113,17 @@ pub(crate) fn free_port() -> Result<u16, StartError> {
         .map_err(|e| StartError::Failed(format!("cannot find a free port: {e}")))
 }
 
-/// The server's working directory: where a replica keeps its copy, and
-/// where the log goes. One per port, so a restart finds its own.
+/// The server's working directory: where a replica keeps its copy, a
+/// cluster node its `nodes.conf`, and where the log goes. One per port, so
+/// a restart finds its own.
+///
+/// Emptied first: a directory left behind by an owner killed without
+/// destructors would otherwise hand a fresh server that owner's data (a
+/// replica's `dump.rdb` is loaded at start-up even with `--save ''`) or,
+/// worse, its cluster configuration.
 pub(crate) fn scratch_dir(port: u16) -> Result<PathBuf, StartError> {
     let dir = std::env::temp_dir().join(format!("redlease-redis-{port}"));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)
         .map_err(|e| StartError::Failed(format!("cannot create {}: {e}", dir.display())))?;
     Ok(dir)

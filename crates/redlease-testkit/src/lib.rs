@@ -9,6 +9,10 @@
 //! abort, a `static` server), so no run leaves `redis-server` processes
 //! behind.
 //!
+//! A [`RedisCluster`] is a Redis Cluster of such servers, with the
+//! failovers, kills and slot migrations (held half-way, to provoke `ASK`)
+//! that cluster tests need.
+//!
 //! A [`Proxy`] partitions a client from its server; [`signal`] stops,
 //! resumes and kills other processes (test children).
 //!
@@ -18,14 +22,16 @@
 //! uses [`RedisServer::try_start_with`], which returns a [`StartError`]
 //! instead.
 
+mod cluster;
 mod error;
 mod launch;
 mod proxy;
 mod server;
 
+pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
 pub use proxy::Proxy;
-pub use server::{RedisServer, ServerOptions, TlsFiles};
+pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};
 
 use std::process::{Command, Stdio};
 

@@ -24,6 +24,7 @@ pub struct RedisServer {
     /// (see [`watch`]).
     watcher: Option<Child>,
     tls_port: Option<u16>,
+    cluster_bus_port: Option<u16>,
     dir: PathBuf,
 }
 
@@ -38,6 +39,29 @@ pub struct ServerOptions {
     /// this certificate and key (PEM files), not asking clients for
     /// certificates; the plain port stays open for setup and checks.
     pub tls: Option<TlsFiles>,
+    /// Starts the server as a Redis Cluster node, alone until it is
+    /// introduced to others (`CLUSTER MEET`); [`RedisCluster`](crate::RedisCluster)
+    /// does that. Cannot be combined with `replica_of`: a cluster node
+    /// becomes a replica with `CLUSTER REPLICATE`.
+    pub cluster: Option<ClusterNodeOptions>,
+}
+
+/// How a server started with [`ServerOptions::cluster`] takes part in a
+/// cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterNodeOptions {
+    /// How long a node may be unreachable before the others count it as
+    /// failing and its replica takes over (`cluster-node-timeout`). Redis's
+    /// default is 15 s; 2 s makes a failover in a test take a few seconds.
+    pub node_timeout: Duration,
+}
+
+impl Default for ClusterNodeOptions {
+    fn default() -> ClusterNodeOptions {
+        ClusterNodeOptions {
+            node_timeout: Duration::from_secs(2),
+        }
+    }
 }
 
 /// A server certificate and its private key, as PEM files.
@@ -114,14 +138,37 @@ impl RedisServer {
                 }
                 None => None,
             };
+            // The cluster bus gets a free port of its own too: Redis's default,
+            // the client port + 10000, may be taken or out of range.
+            let cluster_bus_port = match &options.cluster {
+                Some(_) => Some(free_port()?),
+                None => None,
+            };
             let port = free_port()?;
+            let dir = scratch_dir(port)?;
+            if let (Some(cluster), Some(bus_port)) = (&options.cluster, cluster_bus_port) {
+                extra_args.extend([
+                    "--cluster-enabled".to_owned(),
+                    "yes".to_owned(),
+                    "--cluster-port".to_owned(),
+                    bus_port.to_string(),
+                    "--cluster-node-timeout".to_owned(),
+                    cluster.node_timeout.as_millis().to_string(),
+                    // In the scratch directory, so that a restarted node comes
+                    // back as the same node (its id, epoch and view of the
+                    // cluster), as a real node does after a crash.
+                    "--cluster-config-file".to_owned(),
+                    dir.join("nodes.conf").display().to_string(),
+                ]);
+            }
             let mut server = RedisServer {
                 port,
                 extra_args,
                 server: None,
                 watcher: None,
                 tls_port,
-                dir: scratch_dir(port)?,
+                cluster_bus_port,
+                dir,
             };
             match server.launch() {
                 Ok(()) => return Ok(server),
@@ -152,6 +199,12 @@ impl RedisServer {
     /// The TLS port, when started with [`ServerOptions::tls`].
     pub fn tls_port(&self) -> Option<u16> {
         self.tls_port
+    }
+
+    /// The cluster bus port, when started with [`ServerOptions::cluster`]:
+    /// what `CLUSTER MEET` needs besides the client port.
+    pub fn cluster_bus_port(&self) -> Option<u16> {
+        self.cluster_bus_port
     }
 
     /// A new synchronous connection, for inspecting and changing the data
@@ -193,7 +246,8 @@ impl RedisServer {
         }
     }
 
-    /// Kills the server and starts a new, empty one on the same port.
+    /// Kills the server and starts a new, empty one on the same port. A
+    /// cluster node keeps its `nodes.conf`, so it rejoins as the same node.
     pub fn restart(&mut self) {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(10);

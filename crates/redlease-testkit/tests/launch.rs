@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redlease_testkit::{RedisServer, ServerOptions, StartError, TlsFiles, signal};
+use redlease_testkit::{
+    ClusterNodeOptions, RedisServer, ServerOptions, StartError, TlsFiles, signal,
+};
 
 /// Whether something accepts connections on `port` of 127.0.0.1.
 fn listening(port: u16) -> bool {
@@ -72,6 +74,30 @@ fn a_server_that_cannot_start_says_why() {
         }
         other => panic!("expected a failure, got {other:?}"),
     }
+}
+
+#[test]
+fn a_cluster_node_listens_on_its_own_bus_port() {
+    let node = RedisServer::start_with(ServerOptions {
+        cluster: Some(ClusterNodeOptions::default()),
+        ..ServerOptions::default()
+    });
+    let info: String = redis::cmd("INFO")
+        .arg("cluster")
+        .query(&mut node.connection())
+        .unwrap();
+    assert!(info.contains("cluster_enabled:1"), "{info}");
+    let bus_port = node
+        .cluster_bus_port()
+        .expect("a cluster node has a bus port");
+    assert_ne!(bus_port, node.port());
+    assert!(listening(bus_port));
+    let timeout: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("cluster-node-timeout")
+        .query(&mut node.connection())
+        .unwrap();
+    assert_eq!(timeout[1], "2000");
 }
 
 /// Set in the child run of [`the_watcher_stops_the_server_of_a_killed_owner`].
