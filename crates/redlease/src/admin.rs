@@ -113,9 +113,9 @@ async fn run(
     seen: Option<&LockState>,
 ) -> Result<LockState, Error> {
     name::validate(key)?;
-    let ForceUnlocked(mut state) = client
-        .conn()
-        .run(&call(key, removal, seen))
+    let conn = client.conn();
+    let ForceUnlocked(mut state) = conn
+        .run(&call(key, removal, conn.publish(), seen))
         .await
         .map_err(|e| Error::from(e).with_key(key))?;
     tracing::debug!(key, ?removal, removed = state.removed, "force unlock");

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::connection::{self, Connection, Timeouts};
+use crate::connection::{self, Connection, PubSubMode, Timeouts};
 use crate::error::Error;
 use crate::name;
 use crate::pubsub::{Subscription, Subscriptions};
@@ -156,6 +156,7 @@ impl Client {
             connection_timeout: Duration::from_secs(1),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
             replicas: None,
+            pubsub_mode: PubSubMode::Auto,
         }
     }
 
@@ -198,6 +199,7 @@ pub struct ClientBuilder {
     fencing_counter_ttl: Duration,
     /// Replicas that must acknowledge an acquire, and for how long to wait.
     replicas: Option<(u32, Duration)>,
+    pubsub_mode: PubSubMode,
 }
 
 impl ClientBuilder {
@@ -266,6 +268,15 @@ impl ClientBuilder {
         self
     }
 
+    /// How release messages travel on a cluster (default
+    /// [`PubSubMode::Auto`]: sharded when the cluster has it, as Redisson
+    /// does, so that the two wake each other). On a single node pub/sub is
+    /// always plain, and [`PubSubMode::Sharded`] is refused when building.
+    pub fn pubsub_mode(mut self, mode: PubSubMode) -> ClientBuilder {
+        self.pubsub_mode = mode;
+        self
+    }
+
     /// Connects and starts the client's watchdog task on the current Tokio
     /// runtime.
     ///
@@ -281,14 +292,17 @@ impl ClientBuilder {
     /// is only started once the connection is made.
     pub async fn build(self) -> Result<Client, Error> {
         let fencing_ttl_ms = self.validate()?;
-        let client = connection::url::parse(&self.url)?;
+        let target = connection::url::parse(&self.url)?;
         let timeouts = Timeouts {
             response: self.response_timeout,
             connect: self.connection_timeout,
         };
-        let (conn, pushes) = Connection::open_subscriber(&client, timeouts).await?;
+        let (conn, pushes) = Connection::open(&target, timeouts, self.pubsub_mode, true).await?;
+        let pushes = pushes.expect("a connection opened with pushes has them");
         let replicas = match self.replicas {
-            Some((count, wait)) => Some(Replicas::connect(&client, timeouts, count, wait).await?),
+            Some((count, wait)) => {
+                Some(Replicas::connect(&target, timeouts, self.pubsub_mode, count, wait).await?)
+            }
             None => None,
         };
         let subscriptions = Subscriptions::start(conn.clone(), pushes);

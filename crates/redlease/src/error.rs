@@ -32,6 +32,13 @@ pub enum ErrorKind {
     /// client requires acknowledged it in time, so it was released again
     /// (see [`ClientBuilder::require_replicas`](crate::ClientBuilder::require_replicas)).
     NotReplicated,
+    /// Redis could not serve the command for now, and said so: a cluster
+    /// that is down or re-electing a master (`CLUSTERDOWN`, `MASTERDOWN`),
+    /// a slot in migration (`TRYAGAIN`, or a `MOVED`/`ASK` redirection
+    /// still unresolved after the cluster client's retries), or a node
+    /// loading its data (`LOADING`). The command did not run; waiting
+    /// acquires retry it.
+    Unavailable,
     /// Redis did not answer in time; the command may or may not have run.
     Timeout,
     /// The connection could not be made or was lost.
@@ -180,10 +187,21 @@ impl Error {
         self.inner.kind == ErrorKind::Connection
     }
 
-    /// A lost or late reply: the operation's outcome is unknown, and trying
+    /// Returns true if and only if Redis could not serve the command for
+    /// now and said so (a cluster that is down or re-electing a master, a
+    /// slot in migration, a node loading its data); the command did not
+    /// run.
+    pub fn is_unavailable(&self) -> bool {
+        self.inner.kind == ErrorKind::Unavailable
+    }
+
+    /// A lost or late reply, or a server that cannot serve for now: trying
     /// again may work.
     pub(crate) fn is_transient(&self) -> bool {
-        matches!(self.inner.kind, ErrorKind::Timeout | ErrorKind::Connection)
+        matches!(
+            self.inner.kind,
+            ErrorKind::Timeout | ErrorKind::Connection | ErrorKind::Unavailable
+        )
     }
 
     /// The lock name this error is about, if it is about one lock.
@@ -204,7 +222,18 @@ impl From<redis::RedisError> for Error {
             K::AuthenticationFailed => ErrorKind::Auth,
             K::Server(S::ReadOnly) => ErrorKind::ReadOnly,
             K::Server(S::NoPerm) => ErrorKind::Auth,
+            // A redirection that came back (the cluster client ran out of
+            // retries following it) did not run either.
+            K::Server(
+                S::TryAgain | S::ClusterDown | S::MasterDown | S::BusyLoading | S::Moved | S::Ask,
+            ) => ErrorKind::Unavailable,
             _ if err.is_timeout() => ErrorKind::Timeout,
+            // The cluster client reports a node's refusal of our credentials
+            // inside its "failed to create initial connections" error, with
+            // the server's code only in the text.
+            _ if (err.is_connection_refusal() || err.is_io_error()) && refused_access(&err) => {
+                ErrorKind::Auth
+            }
             _ if err.is_connection_refusal()
                 || err.is_connection_dropped()
                 || err.is_io_error() =>
@@ -226,6 +255,7 @@ impl From<redis::RedisError> for Error {
             ErrorKind::ReadOnly => {
                 "redis server is a read-only replica; locks must be taken on the master".to_owned()
             }
+            ErrorKind::Unavailable => format!("redis cannot serve this for now: {err}"),
             ErrorKind::Timeout => format!("redis did not answer in time: {err}"),
             ErrorKind::Connection => format!("cannot reach redis: {err}"),
             _ => format!("redis error: {err}"),
@@ -234,6 +264,15 @@ impl From<redis::RedisError> for Error {
         e.inner.source = Some(err);
         e
     }
+}
+
+/// Whether a connection error's text carries a server's refusal of our
+/// credentials.
+fn refused_access(err: &redis::RedisError) -> bool {
+    let text = err.to_string();
+    ["WRONGPASS", "NOAUTH", "NOPERM"]
+        .iter()
+        .any(|code| text.contains(code))
 }
 
 impl fmt::Display for Error {

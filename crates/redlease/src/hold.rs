@@ -165,8 +165,11 @@ impl Hold {
         self.registration = None;
         let span =
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
-        let call = self.kind.release(&self.name, self.lease_ms, &self.field);
-        let result = release::run(self.client.conn(), &call, &self.name)
+        let conn = self.client.conn();
+        let call = self
+            .kind
+            .release(&self.name, self.lease_ms, &self.field, conn.publish());
+        let result = release::run(conn, &call, &self.name)
             .instrument(span.clone())
             .await;
         let outcome = match &result {

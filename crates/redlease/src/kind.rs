@@ -1,6 +1,7 @@
 //! Which protocol a lock speaks: the plain lock, or the fair lock with its
 //! waiting queue. The one place that chooses between their scripts.
 
+use crate::connection::Publish;
 use crate::layout;
 use crate::scripts::{self, ScriptCall};
 
@@ -22,6 +23,8 @@ pub(crate) struct AcquireOptions {
     /// How long a fair waiter stays queued without calling again, in
     /// milliseconds.
     pub(crate) queue_lease_ms: u64,
+    /// How a fair acquire wakes the next waiter.
+    pub(crate) publish: Publish,
 }
 
 impl Kind {
@@ -38,6 +41,7 @@ impl Kind {
             lease_ms,
             fencing_ttl_ms,
             queue_lease_ms,
+            publish,
         } = options;
         match self {
             Kind::Plain => scripts::lock::acquire(name, lease_ms, field, fencing_ttl_ms),
@@ -48,26 +52,39 @@ impl Kind {
                 queue_lease_ms,
                 enqueue,
                 fencing_ttl_ms,
+                publish,
             ),
         }
     }
 
     /// The owner-checked release call, answered as
     /// [`Released`](scripts::lock::Released).
-    pub(crate) fn release(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    pub(crate) fn release(
+        self,
+        name: &str,
+        lease_ms: u64,
+        field: &str,
+        publish: Publish,
+    ) -> ScriptCall {
         match self {
-            Kind::Plain => scripts::lock::release(name, lease_ms, field),
-            Kind::Fair => scripts::fair::release(name, lease_ms, field),
+            Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
+            Kind::Fair => scripts::fair::release(name, lease_ms, field, publish),
         }
     }
 
     /// The call that takes back an acquisition that must not stand: the
     /// release of the hold, and for a fair lock also the owner's place in
     /// the queue. Answered as [`Released`](scripts::lock::Released).
-    pub(crate) fn withdraw(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    pub(crate) fn withdraw(
+        self,
+        name: &str,
+        lease_ms: u64,
+        field: &str,
+        publish: Publish,
+    ) -> ScriptCall {
         match self {
-            Kind::Plain => scripts::lock::release(name, lease_ms, field),
-            Kind::Fair => scripts::fair::abandon(name, field),
+            Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
+            Kind::Fair => scripts::fair::abandon(name, field, publish),
         }
     }
 

@@ -62,6 +62,9 @@
 //!
 //! * `macros` (default): the [`distributed_lock`] attribute, from the
 //!   `redlease-macros` crate.
+//! * `cluster` (default): `redis-cluster://host:port[,host:port...]` URLs,
+//!   through redis-rs's cluster connection, with sharded pub/sub
+//!   ([`PubSubMode`]).
 //! * `tls-rustls`: `rediss://` URLs (TLS) through rustls. rustls needs a
 //!   crypto provider: the application installs one (the `redlease` command
 //!   line tool uses `ring`).
@@ -115,8 +118,10 @@
 //!
 //! Beneath them:
 //!
-//! * `connection/`: the one place that talks to Redis (and URL parsing and
-//!   redaction, [`url`]).
+//! * `connection/`: the one place that talks to Redis: one node
+//!   (`single.rs`) or a Redis Cluster (`cluster.rs`, feature `cluster`),
+//!   what their pushes mean (`pushes.rs`), and URL parsing and redaction
+//!   ([`url`]).
 //! * `pubsub.rs`: release notifications, one shared subscription per
 //!   channel per client, and the rules that keep wake-ups from being lost.
 //! * `watchdog.rs`: the per-client renewal task and its failure rule.
@@ -149,7 +154,7 @@ mod wait;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
-pub use connection::url;
+pub use connection::{PubSubMode, url};
 pub use error::{Error, ErrorKind};
 pub use guard::LockGuard;
 pub use lock::Lock;

@@ -264,6 +264,7 @@ impl Lock {
             lease_ms,
             fencing_ttl_ms: self.client.fencing_ttl_ms(),
             queue_lease_ms: self.client.watchdog_timeout().as_millis() as u64,
+            publish: conn.publish(),
         };
         let call = self.kind.acquire(&self.name, field, options, enqueue);
         let sent_at = Instant::now();

@@ -216,6 +216,9 @@ enum Request {
     /// The connection dropped: subscribe again to every wanted channel.
     /// redis-rs re-subscribes by itself, but ignores failures in doing so.
     Resubscribe,
+    /// The server dropped the sharded subscription to this channel, which
+    /// may still be wanted (its slot moved to another node).
+    Moved(String),
 }
 
 /// What the manager knows of a channel on the server.
@@ -259,8 +262,39 @@ async fn manage(
                     known.insert(channel, Known::Subscribed);
                 }
             }
+            Request::Moved(channel) => moved(&shared, &conn, &mut known, channel).await,
         }
     }
+}
+
+/// A sharded subscription the server dropped. When we did not ask for it
+/// (the channel is still wanted), its slot moved to another node, for
+/// example in a failover: redis-rs has forgotten the channel too, so it is
+/// subscribed again where the slot lives now, and its waiters re-check,
+/// since a release may have been announced meanwhile.
+async fn moved(
+    shared: &Shared,
+    conn: &Connection,
+    known: &mut HashMap<String, Known>,
+    channel: String,
+) {
+    let Some(state) = shared.lock().get(&channel).map(|c| c.state.clone()) else {
+        // Our own unsubscribe's confirmation, or nobody waits any more.
+        return;
+    };
+    match conn.resubscribe_moved(&channel).await {
+        Ok(()) => {
+            tracing::debug!(channel, "sharded subscription moved with its slot");
+            known.insert(channel, Known::Subscribed);
+        }
+        Err(e) => {
+            tracing::warn!(channel, error = %e, "re-subscribe after a slot move failed; retrying");
+            known.insert(channel.clone(), Known::Uncertain);
+            retry_later(shared, Request::Moved(channel));
+        }
+    }
+    state.notify.notify_waiters();
+    state.notify.notify_one();
 }
 
 async fn reconcile(
@@ -324,6 +358,9 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
                 if let Some(entry) = shared.lock().get(&channel) {
                     entry.state.notify.notify_one();
                 }
+            }
+            Push::ShardUnsubscribed(channel) => {
+                let _ = shared.reconcile.send(Request::Moved(channel));
             }
             Push::Disconnected => {
                 // Messages may have been lost while the connection was down;

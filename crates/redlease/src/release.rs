@@ -24,7 +24,8 @@ pub(crate) async fn withdraw(
     field: &str,
     lease_ms: u64,
 ) -> Result<(), Error> {
-    run(conn, &kind.withdraw(name, lease_ms, field), name).await
+    let call = kind.withdraw(name, lease_ms, field, conn.publish());
+    run(conn, &call, name).await
 }
 
 /// Runs a release or withdrawal call of lock `name` once.

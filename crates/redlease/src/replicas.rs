@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::{Connection, Timeouts};
+use crate::connection::url::Target;
+use crate::connection::{Connection, PubSubMode, Timeouts};
 use crate::error::Error;
 use crate::kind::Kind;
 use crate::release;
@@ -25,8 +26,9 @@ pub(crate) struct Replicas {
 
 impl Replicas {
     pub(crate) async fn connect(
-        client: &redis::Client,
+        target: &Target,
         timeouts: Timeouts,
+        mode: PubSubMode,
         count: u32,
         wait: Duration,
     ) -> Result<Replicas, Error> {
@@ -38,7 +40,7 @@ impl Replicas {
         Ok(Replicas {
             count,
             wait,
-            conn: Connection::open(client, timeouts).await?,
+            conn: Connection::open(target, timeouts, mode, false).await?.0,
         })
     }
 
@@ -58,12 +60,15 @@ impl Replicas {
         lease_ms: u64,
         lease_end: Option<Instant>,
     ) -> Result<(), Error> {
+        // On a cluster, `WAIT` must go to the node the acquire went to: it
+        // counts the acknowledgements of that connection's writes.
         let acked: i64 = self
             .conn
-            .query(
+            .query_at_key(
                 redis::cmd("WAIT")
                     .arg(self.count)
                     .arg(self.wait.as_millis() as u64),
+                name,
             )
             .await
             .map_err(|e| Error::from(e).with_key(name))?;

@@ -1,10 +1,13 @@
 //! The watchdog: one task per client renews every watchdog-mode lock it holds.
 //!
 //! Every `timeout / 3` the task renews all registered locks in batches of
-//! [`BATCH`] keys per call of the renewal script ([`scripts::lock::renew`]),
-//! which checks the owner
-//! field and re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls
-//! pipelined on the connection. Rules:
+//! up to [`BATCH`] keys per call of the renewal script
+//! ([`scripts::lock::renew`]), which checks the owner field and
+//! re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls pipelined on
+//! the connection. On a cluster a batch holds keys of one hash slot only (a
+//! script may not touch keys of two slots), so a round costs one call per
+//! slot in use, at most 16,384, and the connection spreads the calls over
+//! the masters. Rules:
 //!
 //! * A lock the script reports as not ours (key gone, or another owner) is
 //!   dropped from the registry and its guard is told
@@ -36,7 +39,7 @@ use tokio::time::{Instant, sleep_until};
 
 use ::metrics::SharedString;
 
-use crate::connection::Connection;
+use crate::connection::{Connection, SlotId};
 use crate::lost::{LostReason, LostSignal};
 use crate::metrics::{self, Tally};
 use crate::scripts;
@@ -57,6 +60,8 @@ const IN_FLIGHT: usize = 8;
 /// The client's handle on its watchdog task and registry.
 pub(crate) struct Watchdog {
     shared: Arc<Shared>,
+    /// For the hash slot of each lock registered on a cluster.
+    conn: Connection,
 }
 
 struct Shared {
@@ -83,6 +88,8 @@ struct State {
 
 struct Entry {
     key: Arc<str>,
+    /// The key's hash slot on a cluster, which batches group by.
+    slot: Option<SlotId>,
     field: Arc<str>,
     /// The lock's metrics label, for renewals and losses.
     label: SharedString,
@@ -107,8 +114,8 @@ impl Watchdog {
             timeout,
             timeout_ms: timeout.as_nanos().div_ceil(1_000_000) as u64,
         });
-        tokio::spawn(run(shared.clone(), conn, stop));
-        Watchdog { shared }
+        tokio::spawn(run(shared.clone(), conn.clone(), stop));
+        Watchdog { shared, conn }
     }
 
     /// Starts renewing a lock whose acquire was sent at `sent_at`. Returns
@@ -124,6 +131,7 @@ impl Watchdog {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let deadline = sent_at + self.shared.timeout;
         let entry = Entry {
+            slot: self.conn.slot(&key),
             key,
             field,
             label,
@@ -164,6 +172,19 @@ impl Watchdog {
 }
 
 impl Shared {
+    /// The registered locks in batches of up to [`BATCH`], one hash slot
+    /// per batch on a cluster.
+    fn batches(&self) -> Vec<Vec<u64>> {
+        let mut by_slot: HashMap<Option<SlotId>, Vec<u64>> = HashMap::new();
+        for (id, entry) in &self.lock().entries {
+            by_slot.entry(entry.slot).or_default().push(*id);
+        }
+        by_slot
+            .into_values()
+            .flat_map(|ids| ids.chunks(BATCH).map(<[u64]>::to_vec).collect::<Vec<_>>())
+            .collect()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock is held cannot leave an entry half-updated
         // (every update is one insert, remove or field store), so a poisoned
@@ -242,8 +263,8 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
 /// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
 /// returns false if any batch failed.
 async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
-    let ids: Vec<u64> = shared.lock().entries.keys().copied().collect();
-    let mut chunks = ids.chunks(BATCH);
+    let batches_of_ids = shared.batches();
+    let mut chunks = batches_of_ids.iter().map(Vec::as_slice);
     let mut batches = FuturesUnordered::new();
     let mut all_ok = true;
     loop {

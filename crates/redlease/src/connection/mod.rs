@@ -2,17 +2,27 @@
 //!
 //! The rest of the crate sees a [`Connection`]: send a script call or a
 //! command, subscribe and unsubscribe, and read release messages as
-//! [`Push`]es. Only this module names redis-rs connection types, so another
-//! kind of connection (a cluster, a Sentinel-managed master) can take the
-//! place of today's single node without touching the lock code.
+//! [`Push`]es. Only this module names redis-rs connection types: behind
+//! the same methods sits one node (`single.rs`, a `ConnectionManager`) or a
+//! Redis Cluster (`cluster.rs`, redis-rs's cluster connection, which follows
+//! MOVED and ASK by itself).
 
+// Without a cluster backend, what only a cluster uses (key routing, the
+// sharded publish) has no reader.
+#![cfg_attr(not(feature = "cluster"), allow(unused_variables, dead_code))]
+
+#[cfg(feature = "cluster")]
+mod cluster;
+mod pushes;
+mod single;
 pub mod url;
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, PushInfo, PushKind, RedisError, Value};
-use tokio::sync::mpsc;
+use redis::aio::ConnectionManager;
+use redis::{FromRedisValue, RedisError, Value};
+
+pub(crate) use pushes::{Push, Pushes};
 
 use crate::scripts::ScriptCall;
 
@@ -25,120 +35,226 @@ pub(crate) struct Timeouts {
     pub(crate) connect: Duration,
 }
 
-/// A multiplexed connection to one Redis node that reconnects by itself.
-/// Cheap to clone: clones share the connection.
+/// How release messages travel, as Redisson's `shardedSubscriptionMode`;
+/// set with [`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode).
+///
+/// Redis Cluster has two kinds of pub/sub that do not hear each other:
+/// plain (`SUBSCRIBE`/`PUBLISH`, broadcast to every node over the cluster
+/// bus) and sharded (`SSUBSCRIBE`/`SPUBLISH`, kept on the shard that owns
+/// the channel's slot, Redis 7 and later). Waiters and releasers must use
+/// the same kind to wake each other, across redlease and Redisson alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PubSubMode {
+    /// Sharded on a cluster that answers `PUBSUB SHARDNUMSUB` (Redis 7 and
+    /// later), plain otherwise and on a single node: what Redisson does by
+    /// default, so the two wake each other.
+    #[default]
+    Auto,
+    /// Always sharded; only on a cluster.
+    Sharded,
+    /// Always plain, for example beside Redisson clients configured with
+    /// `shardedSubscriptionMode = OFF`.
+    Plain,
+}
+
+/// The kind of pub/sub a connection settled on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Publish {
+    Plain,
+    Sharded,
+}
+
+impl Publish {
+    /// The command a script publishes a release with.
+    pub(crate) fn command(self) -> &'static str {
+        match self {
+            Publish::Plain => "publish",
+            Publish::Sharded => "spublish",
+        }
+    }
+}
+
+/// A multiplexed connection to Redis that reconnects by itself. Cheap to
+/// clone: clones share the connection.
 #[derive(Clone)]
 pub(crate) struct Connection {
-    manager: ConnectionManager,
+    backend: Backend,
+    publish: Publish,
 }
 
-/// A message for the client's subscriptions.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Push {
-    /// A message arrived on this channel.
-    Message(String),
-    /// The connection dropped: messages may have been lost.
-    Disconnected,
+#[derive(Clone)]
+enum Backend {
+    Single(ConnectionManager),
+    #[cfg(feature = "cluster")]
+    Cluster(cluster::Cluster),
 }
 
-/// The pushes of a connection opened with [`Connection::open_subscriber`].
-pub(crate) struct Pushes {
-    rx: mpsc::UnboundedReceiver<PushInfo>,
-}
+/// A cluster hash slot, to group keys by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SlotId(#[cfg(feature = "cluster")] redis::cluster_routing::Slot);
 
-impl Pushes {
-    /// Pushes that never come, for unit tests of the subscriptions.
-    #[cfg(test)]
-    pub(crate) fn none() -> Pushes {
-        // The sender is dropped: `next` answers `None` at once.
-        Pushes {
-            rx: mpsc::unbounded_channel().1,
-        }
-    }
-
-    /// The next push the subscriptions care about; `None` once the
-    /// connection is gone for good.
-    pub(crate) async fn next(&mut self) -> Option<Push> {
-        loop {
-            let push = self.rx.recv().await?;
-            match push.kind {
-                PushKind::Message => match push.data.first() {
-                    Some(Value::BulkString(bytes)) => {
-                        return Some(Push::Message(String::from_utf8_lossy(bytes).into_owned()));
-                    }
-                    _ => continue,
-                },
-                PushKind::Disconnection => return Some(Push::Disconnected),
-                _ => continue,
-            }
-        }
-    }
-}
-
-fn config(timeouts: Timeouts) -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_response_timeout(Some(timeouts.response))
-        .set_connection_timeout(Some(timeouts.connect))
-        // Few, quick reconnect attempts: a lock call should fail fast while
-        // Redis is down, and the next call tries again anyway.
-        .set_number_of_retries(2)
-        .set_max_delay(Duration::from_millis(500))
+/// One node of the deployment, as far as a scan of its keys goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Node {
+    /// A cluster node's `host:port`; `None` for the one node of a
+    /// single-node deployment.
+    pub(crate) address: Option<String>,
 }
 
 impl Connection {
-    /// Connects, with release messages delivered as RESP3 pushes on this
-    /// same connection (no connection of their own), and re-subscribed
+    /// Connects to what `target` names. With `pushes`, release messages
+    /// are delivered on this same connection (RESP3) and re-subscribed
     /// after a reconnect.
-    pub(crate) async fn open_subscriber(
-        client: &redis::Client,
-        timeouts: Timeouts,
-    ) -> Result<(Connection, Pushes), RedisError> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let config = config(timeouts)
-            .set_push_sender(tx)
-            .set_automatic_resubscription();
-        let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
-        Ok((Connection { manager }, Pushes { rx }))
-    }
-
-    /// Connects, for commands only.
     pub(crate) async fn open(
-        client: &redis::Client,
+        target: &url::Target,
         timeouts: Timeouts,
-    ) -> Result<Connection, RedisError> {
-        let manager = ConnectionManager::new_with_config(client.clone(), config(timeouts)).await?;
-        Ok(Connection { manager })
+        mode: PubSubMode,
+        pushes: bool,
+    ) -> Result<(Connection, Option<Pushes>), crate::error::Error> {
+        match target {
+            url::Target::Single(client) => {
+                if mode == PubSubMode::Sharded {
+                    return Err(crate::error::Error::invalid(
+                        "sharded pub/sub needs a redis-cluster:// url",
+                    ));
+                }
+                let (manager, pushes) = single::open(client, timeouts, pushes).await?;
+                let conn = Connection {
+                    backend: Backend::Single(manager),
+                    publish: Publish::Plain,
+                };
+                Ok((conn, pushes))
+            }
+            #[cfg(feature = "cluster")]
+            url::Target::Cluster(nodes) => {
+                let (cluster, publish, pushes) =
+                    cluster::open(nodes, timeouts, mode, pushes).await?;
+                let conn = Connection {
+                    backend: Backend::Cluster(cluster),
+                    publish,
+                };
+                Ok((conn, pushes))
+            }
+        }
     }
 
-    /// Sends a script call (`EVALSHA`, loading the script on `NOSCRIPT`).
+    /// Which pub/sub the scripts and subscriptions use.
+    pub(crate) fn publish(&self) -> Publish {
+        self.publish
+    }
+
+    /// Sends a script call (`EVALSHA`, loading the script on `NOSCRIPT`),
+    /// to the node of its first key on a cluster.
     pub(crate) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, RedisError> {
-        let mut manager = self.manager.clone();
-        call.invocation().invoke_async(&mut manager).await
+        let invocation = call.invocation();
+        match &self.backend {
+            Backend::Single(manager) => invocation.invoke_async(&mut manager.clone()).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.conn()).await,
+        }
     }
 
-    /// Sends one command.
+    /// Sends one command (on a cluster, where its key or the command says).
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, RedisError> {
-        let mut manager = self.manager.clone();
-        cmd.query_async(&mut manager).await
+        match &self.backend {
+            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cmd.query_async(&mut cluster.conn()).await,
+        }
     }
 
-    /// Sends a pipeline in which one failing command (a key of another
-    /// type) does not fail the others.
+    /// Sends one keyless command to the node that owns `key` (on one node,
+    /// simply sends it): `WAIT` after an acquire, for example.
+    pub(crate) async fn query_at_key<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        key: &str,
+    ) -> Result<T, RedisError> {
+        match &self.backend {
+            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.query_at_key(cmd, key).await,
+        }
+    }
+
+    /// Sends the commands of `pipe`, each answered on its own, so that one
+    /// failing command (a key of another type) does not fail the others. On
+    /// one node they go as one pipeline; on a cluster each goes to its own
+    /// node, all at once.
     pub(crate) async fn query_each(
         &self,
         pipe: &redis::Pipeline,
     ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
-        let mut manager = self.manager.clone();
-        let mut pipe = pipe.clone();
-        pipe.ignore_errors().query_async(&mut manager).await
+        match &self.backend {
+            Backend::Single(manager) => {
+                let mut pipe = pipe.clone();
+                pipe.ignore_errors().query_async(&mut manager.clone()).await
+            }
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => Ok(cluster.query_each(pipe).await),
+        }
+    }
+
+    /// The nodes that hold keys: the one node, or a cluster's masters.
+    pub(crate) async fn masters(&self) -> Result<Vec<Node>, RedisError> {
+        match &self.backend {
+            Backend::Single(_) => Ok(vec![Node { address: None }]),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.masters().await,
+        }
+    }
+
+    /// Sends one command to `node` (from [`masters`](Connection::masters)).
+    pub(crate) async fn query_on<T: FromRedisValue>(
+        &self,
+        node: &Node,
+        cmd: &redis::Cmd,
+    ) -> Result<T, RedisError> {
+        match &self.backend {
+            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.query_on(node, cmd).await,
+        }
+    }
+
+    /// The hash slot of `key` on a cluster, for grouping keys that one
+    /// script call may touch together; `None` on one node, where any keys
+    /// may go together.
+    pub(crate) fn slot(&self, key: &str) -> Option<SlotId> {
+        match &self.backend {
+            Backend::Single(_) => None,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(_) => Some(SlotId(redis::cluster_routing::Slot::for_key(key))),
+        }
     }
 
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<(), RedisError> {
-        self.manager.clone().subscribe(channel).await
+        match &self.backend {
+            Backend::Single(manager) => manager.clone().subscribe(channel).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.subscribe(channel, self.publish).await,
+        }
     }
 
     pub(crate) async fn unsubscribe(&self, channel: &str) -> Result<(), RedisError> {
-        self.manager.clone().unsubscribe(channel).await
+        match &self.backend {
+            Backend::Single(manager) => manager.clone().unsubscribe(channel).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.unsubscribe(channel, self.publish).await,
+        }
+    }
+
+    /// A sharded subscription to `channel` was dropped by the server (its
+    /// slot moved, for example to a promoted replica): makes the connection
+    /// learn where the slot lives now, then subscribes again there. Nothing
+    /// to do on one node.
+    pub(crate) async fn resubscribe_moved(&self, channel: &str) -> Result<(), RedisError> {
+        match &self.backend {
+            Backend::Single(_) => Ok(()),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => cluster.resubscribe_moved(channel, self.publish).await,
+        }
     }
 
     /// A connection to `url` that connects on first use, for unit tests of
@@ -146,9 +262,9 @@ impl Connection {
     /// that never answers).
     #[cfg(test)]
     pub(crate) fn lazy(url: &str, timeouts: Timeouts) -> Connection {
-        let client = redis::Client::open(url).unwrap();
-        let config = config(timeouts).set_number_of_retries(0);
-        let manager = ConnectionManager::new_lazy_with_config(client, config).unwrap();
-        Connection { manager }
+        Connection {
+            backend: Backend::Single(single::lazy(url, timeouts)),
+            publish: Publish::Plain,
+        }
     }
 }

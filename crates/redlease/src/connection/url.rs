@@ -1,22 +1,115 @@
 //! Connection URLs: parsing, and keeping passwords out of messages (the
-//! `redlease` tool uses [`redact`] and [`password`] for its own messages).
+//! `redlease` tool uses [`redact`] and [`password`] for its own messages,
+//! and [`cluster_seeds`] for its own connections to a cluster).
 
 use redis::IntoConnectionInfo;
 
 use crate::error::Error;
 
-/// Parses `url` (`redis://[user:password@]host:port[/db]`, `rediss://` with
-/// the `tls-rustls` feature) into a client speaking RESP3, so that release
-/// notifications arrive as pushes on the command connection.
-pub(crate) fn parse(url: &str) -> Result<redis::Client, Error> {
+/// What a URL names: one node, or a cluster by its seed nodes.
+pub(crate) enum Target {
+    /// Boxed: a client is large beside a list of URLs, and a target is made
+    /// once per client.
+    Single(Box<redis::Client>),
+    /// Seed node URLs (`redis://[user:password@]host:port`), with the
+    /// cluster URL's credentials.
+    #[cfg(feature = "cluster")]
+    Cluster(Vec<String>),
+}
+
+/// The scheme of a cluster URL.
+const CLUSTER_SCHEME: &str = "redis-cluster://";
+
+/// Parses `url`: `redis://[user:password@]host:port[/db]` (`rediss://` with
+/// the `tls-rustls` feature) for one node, into a client speaking RESP3, so
+/// that release notifications arrive as pushes on the command connection;
+/// or `redis-cluster://[user:password@]host:port[,host:port...]` for a
+/// cluster, by its seed nodes.
+pub(crate) fn parse(url: &str) -> Result<Target, Error> {
     let invalid =
         |e: redis::RedisError| Error::invalid(format!("invalid redis url {:?}: {e}", redact(url)));
+    if url.starts_with("rediss-cluster://") {
+        return Err(Error::invalid(format!(
+            "invalid redis url {:?}: TLS to a cluster is not supported yet",
+            redact(url)
+        )));
+    }
+    if let Some(seeds) = cluster_seeds(url)? {
+        return cluster(url, seeds);
+    }
     let info = url.into_connection_info().map_err(invalid)?;
     let settings = info
         .redis_settings()
         .clone()
         .set_protocol(redis::ProtocolVersion::RESP3);
-    redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)
+    let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)?;
+    Ok(Target::Single(Box::new(client)))
+}
+
+/// The seed nodes of a cluster URL, `redis-cluster://[user:password@]
+/// host:port[,host:port...]`, as one-node URLs carrying the credentials
+/// (`redis://[user:password@]host:port`); `None` when `url` is not a
+/// cluster URL. For tools that open connections of their own to the same
+/// cluster (`redlease demo`).
+///
+/// ```
+/// use redlease::url::cluster_seeds;
+///
+/// let seeds = cluster_seeds("redis-cluster://app:pw@a:7000,b:7001").unwrap();
+/// assert_eq!(seeds.unwrap(), ["redis://app:pw@a:7000", "redis://app:pw@b:7001"]);
+/// assert!(cluster_seeds("redis://a:6379").unwrap().is_none());
+/// ```
+///
+/// # Errors
+///
+/// An error for which [`is_invalid_argument`](Error::is_invalid_argument)
+/// is true for a cluster URL with an empty seed, a database other than 0,
+/// or options; its message hides the password.
+pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
+    let Some(rest) = url.strip_prefix(CLUSTER_SCHEME) else {
+        return Ok(None);
+    };
+    let invalid = |why: &str| Error::invalid(format!("invalid redis url {:?}: {why}", redact(url)));
+    // The last `@` ends the credentials, as in `redact`, so that an
+    // unencoded `@` in a password is not taken for the host.
+    let (userinfo, hosts) = match rest.rfind('@') {
+        Some(at) => (&rest[..=at], &rest[at + 1..]),
+        None => ("", rest),
+    };
+    let (hosts, path) = match hosts.find(['/', '?', '#']) {
+        Some(end) => hosts.split_at(end),
+        None => (hosts, ""),
+    };
+    if !matches!(path, "" | "/" | "/0") {
+        return Err(invalid(
+            "a cluster has only database 0, and takes no options",
+        ));
+    }
+    let mut nodes = Vec::new();
+    for host in hosts.split(',') {
+        if host.is_empty() {
+            return Err(invalid("a seed node is empty"));
+        }
+        let node = format!("redis://{userinfo}{host}");
+        node.as_str()
+            .into_connection_info()
+            .map_err(|e| invalid(&e.to_string()))?;
+        nodes.push(node);
+    }
+    Ok(Some(nodes))
+}
+
+#[cfg(feature = "cluster")]
+fn cluster(_url: &str, seeds: Vec<String>) -> Result<Target, Error> {
+    Ok(Target::Cluster(seeds))
+}
+
+#[cfg(not(feature = "cluster"))]
+fn cluster(url: &str, _seeds: Vec<String>) -> Result<Target, Error> {
+    Err(Error::invalid(format!(
+        "invalid redis url {:?}: redis-cluster:// urls need redlease's `cluster` feature",
+        redact(url)
+    )))
 }
 
 /// `url` with the password in its user part, if any, replaced by `***`
@@ -84,9 +177,34 @@ mod tests {
         assert_eq!(password("redis://h"), None);
     }
 
+    #[cfg(feature = "cluster")]
+    #[test]
+    fn cluster_urls_name_their_seed_nodes() {
+        let Ok(Target::Cluster(nodes)) = parse("redis-cluster://u:p%40w@a:7000,b:7001/") else {
+            panic!("not a cluster target");
+        };
+        assert_eq!(nodes, ["redis://u:p%40w@a:7000", "redis://u:p%40w@b:7001"]);
+        let Ok(Target::Cluster(nodes)) = parse("redis-cluster://a:7000") else {
+            panic!("not a cluster target");
+        };
+        assert_eq!(nodes, ["redis://a:7000"]);
+        for bad in [
+            "redis-cluster://",
+            "redis-cluster://a:1,,b:2",
+            "redis-cluster://a:1/3",
+            "redis-cluster://a:notaport",
+            "rediss-cluster://a:1",
+        ] {
+            let e = parse(bad).err().expect(bad);
+            assert!(e.is_invalid_argument(), "{bad}: {e}");
+        }
+        let e = parse("redis-cluster://u:secret@a:1/3").err().unwrap();
+        assert!(!e.to_string().contains("secret"), "{e}");
+    }
+
     #[test]
     fn parse_names_a_bad_url_without_its_password() {
-        let e = parse("redis://u:secret@").unwrap_err();
+        let e = parse("redis://u:secret@").err().unwrap();
         assert!(e.is_invalid_argument());
         assert!(!e.to_string().contains("secret"), "{e}");
     }

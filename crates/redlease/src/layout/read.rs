@@ -41,57 +41,88 @@ pub async fn read(client: &Client, names: &[String]) -> Result<Vec<LockState>, E
 #[non_exhaustive]
 pub struct Scan {
     /// Where the scan stopped: `0` when it went through every key, else the
-    /// cursor to pass to the next call.
+    /// cursor to pass to the next call. On a cluster it also says which
+    /// master the scan had reached (in its top 16 bits).
     pub cursor: u64,
     /// Keys SCAN returned in this call.
     pub keys_seen: usize,
-    /// The lock names behind the keys, as [`read`] reads them, sorted: each
-    /// key, except a lock's auxiliary keys, which stand for their lock only
-    /// when it was not scanned itself and they are a fair queue (a fencing
-    /// counter outlives its lock by design). Keys gone since the scan, with
-    /// no queue left under their name, are left out.
+    /// The lock names behind the keys, as [`read`] reads them, sorted by
+    /// node, then name: each key, except a lock's auxiliary keys, which
+    /// stand for their lock only when it was not scanned itself and they
+    /// are a fair queue (a fencing counter outlives its lock by design).
+    /// Keys gone since the scan, with no queue left under their name, are
+    /// left out. On a cluster each state says its [node](LockState::node).
     pub locks: Vec<LockState>,
 }
 
+/// Bits of a scan cursor that hold one node's own cursor; the bits above
+/// say which master of a cluster the scan is on.
+const NODE_CURSOR_BITS: u32 = 48;
+
 /// Walks the keyspace with `SCAN` (never `KEYS`) from `cursor`, looking at
 /// about `limit` keys matching `pattern` (a glob), and reads the locks
-/// behind them.
+/// behind them. On a cluster it walks every master, one after the other.
 ///
 /// # Errors
 ///
-/// As [`read`].
+/// As [`read`]; on a cluster, an error for which
+/// [`is_invalid_argument`](Error::is_invalid_argument) is true when the
+/// cursor names a master the cluster no longer has.
 ///
 /// # Cancel safety
 ///
 /// Cancel safe: it only reads.
 pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Result<Scan, Error> {
     let conn = client.conn();
-    let mut cursor = cursor;
+    let masters = conn.masters().await?;
+    let mut index = (cursor >> NODE_CURSOR_BITS) as usize;
+    let mut node_cursor = cursor & ((1 << NODE_CURSOR_BITS) - 1);
+    if index >= masters.len() {
+        return Err(Error::invalid(format!(
+            "scan cursor {cursor} names master {index}, but the cluster has {}",
+            masters.len()
+        )));
+    }
     let mut budget = limit;
-    let mut keys = BTreeSet::new();
+    let mut found: Vec<(usize, BTreeSet<String>)> = Vec::new();
     let mut keys_seen = 0;
-    while budget > 0 {
+    while budget > 0 && index < masters.len() {
         let count = budget.min(SCAN_BATCH);
-        let (next, batch): (u64, Vec<String>) = conn
-            .query(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(count),
-            )
-            .await?;
+        let scan = redis::cmd("SCAN")
+            .arg(node_cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count)
+            .clone();
+        let (next, batch): (u64, Vec<String>) = conn.query_on(&masters[index], &scan).await?;
         keys_seen += batch.len();
-        keys.extend(batch);
+        match found.last_mut() {
+            Some((i, keys)) if *i == index => keys.extend(batch),
+            _ => found.push((index, batch.into_iter().collect())),
+        }
         budget -= count;
-        cursor = next;
-        if cursor == 0 {
-            break;
+        node_cursor = next;
+        if node_cursor == 0 {
+            index += 1;
+        } else if node_cursor >> NODE_CURSOR_BITS != 0 {
+            return Err(Error::invalid(format!(
+                "a node's scan cursor {node_cursor} is too large to resume"
+            )));
         }
     }
-    let mut locks = read_with(conn, &lock_names(&keys)).await?;
-    locks.retain(|state| !state.is_empty());
+    let cursor = match index < masters.len() {
+        true => ((index as u64) << NODE_CURSOR_BITS) | node_cursor,
+        false => 0,
+    };
+    let mut locks = Vec::new();
+    for (index, keys) in found {
+        let mut states = read_with(conn, &lock_names(&keys)).await?;
+        for state in &mut states {
+            state.node.clone_from(&masters[index].address);
+        }
+        locks.extend(states.into_iter().filter(|state| !state.is_empty()));
+    }
     Ok(Scan {
         cursor,
         keys_seen,

@@ -94,6 +94,9 @@ pub struct LockState {
     pub waiters: Vec<Waiter>,
     /// How many entries the fair queue's list has.
     pub queue_len: u64,
+    /// The cluster node (`host:port`) the lock was found on by
+    /// [`scan`](super::scan); `None` on a single node, or when not known.
+    pub node: Option<String>,
 }
 
 /// What a key is, judged by [`LockState::kind`].
@@ -164,6 +167,7 @@ impl LockState {
             changed: false,
             waiters: Vec::new(),
             queue_len: 0,
+            node: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use crate::connection::Publish;
 use crate::layout::{self, Holder, LockState, Waiter};
 
 pub(super) static FORCE_UNLOCK: LazyLock<Lua> =
@@ -43,10 +44,10 @@ if deadlines then
     end
 end
 local changed = 0
-if ARGV[3] == 'expect' then
+if ARGV[4] == 'expect' then
     local expected = {}
-    for i = 5, #ARGV do expected[ARGV[i]] = true end
-    if kind ~= ARGV[4] or #fields / 2 ~= #ARGV - 4 then changed = 1 end
+    for i = 6, #ARGV do expected[ARGV[i]] = true end
+    if kind ~= ARGV[5] or #fields / 2 ~= #ARGV - 5 then changed = 1 end
     for i = 1, #fields, 2 do
         if not expected[fields[i]] then changed = 1 end
     end
@@ -56,9 +57,9 @@ local refused = kind ~= 'hash' and kind ~= 'none' and ARGV[2] ~= 'any'
 if ARGV[2] ~= 'peek' and not refused and changed == 0 then
     if kind ~= 'none' then
         redis.call('del', KEYS[1])
-        redis.call('publish', KEYS[2], ARGV[1])
+        redis.call(ARGV[3], KEYS[2], ARGV[1])
         for i = 1, #fields, 2 do
-            if fields[i] == 'mode' then redis.call('publish', KEYS[5], 1) end
+            if fields[i] == 'mode' then redis.call(ARGV[3], KEYS[5], 1) end
         end
         removed = 1
     end
@@ -68,7 +69,7 @@ if ARGV[2] ~= 'peek' and not refused and changed == 0 then
     end
     local head = false
     if fair then head = redis.call('lindex', KEYS[3], 0) end
-    if head then redis.call('publish', KEYS[2] .. ':' .. head, ARGV[1]) end
+    if head then redis.call(ARGV[3], KEYS[2] .. ':' .. head, ARGV[1]) end
 end
 local token = redis.pcall('get', KEYS[6])
 if type(token) ~= 'string' then token = '' end
@@ -97,9 +98,10 @@ pub(crate) enum Removal {
 ///   read-write lock channel, [`layout::rwlock_channel`]; KEYS\[6\]: its
 ///   fencing counter (only read).
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek`, `hash` or `any`
-///   as [`Removal`]; ARGV\[3\]: `expect` (only when `expect` is given) to
-///   change nothing unless the key still has the type ARGV\[4\] and exactly
-///   the hash fields ARGV\[5..\] (the owners an operator was shown: a lock
+///   as [`Removal`]; ARGV\[3\]: the publish command (`publish` or
+///   `spublish`); ARGV\[4\]: `expect` (only when `expect` is given) to
+///   change nothing unless the key still has the type ARGV\[5\] and exactly
+///   the hash fields ARGV\[6..\] (the owners an operator was shown: a lock
 ///   taken over since must not be removed), or absent.
 /// * Returns `{type, fields, pttl, removed, queue, changed, token, now,
 ///   queued}` describing the
@@ -110,7 +112,7 @@ pub(crate) enum Removal {
 ///   (list entries first, in order, then deadline-only members; `deadline`
 ///   is the zset score in ms, or `''` when missing; `stale` is `1` when the
 ///   waiter is gone by the fair lock's rule: no deadline, or one not after
-///   the server's clock, else `0`); `changed` is `1` when ARGV\[3\] was
+///   the server's clock, else `0`); `changed` is `1` when ARGV\[4\] was
 ///   `expect` and the key no longer matched (nothing was changed); `token`
 ///   is the fencing counter's value (`''` when it holds none); `now` the
 ///   server's clock in microseconds; `queued` the length of the queue list.
@@ -122,7 +124,12 @@ pub(crate) enum Removal {
 ///   (live waiters keep their place), and if the lock is then free the head
 ///   waiter is woken on its own channel, as a fair release does. The
 ///   fencing counter is left alone, so tokens keep increasing.
-pub(crate) fn force_unlock(name: &str, removal: Removal, expect: Option<&LockState>) -> ScriptCall {
+pub(crate) fn force_unlock(
+    name: &str,
+    removal: Removal,
+    publish: Publish,
+    expect: Option<&LockState>,
+) -> ScriptCall {
     let mut call = ScriptCall::new(&FORCE_UNLOCK)
         .key(name)
         .key(layout::channel(name))
@@ -135,7 +142,8 @@ pub(crate) fn force_unlock(name: &str, removal: Removal, expect: Option<&LockSta
             Removal::Peek => "peek",
             Removal::Hash => "hash",
             Removal::Any => "any",
-        });
+        })
+        .arg(publish.command());
     if let Some(seen) = expect {
         call = call.arg("expect").arg(&seen.key_type);
         for holder in &seen.holders {
@@ -200,6 +208,7 @@ impl FromRedisValue for ForceUnlocked {
             changed: changed == 1,
             waiters: waiters.collect(),
             queue_len: int(queued)?.max(0) as u64,
+            node: None,
         }))
     }
 }
@@ -211,7 +220,7 @@ mod tests {
 
     #[test]
     fn force_unlock_packs_keys_message_and_removal() {
-        let (keys, args) = packed(&force_unlock("a", Removal::Hash, None));
+        let (keys, args) = packed(&force_unlock("a", Removal::Hash, Publish::Plain, None));
         assert_eq!(
             keys,
             [
@@ -223,9 +232,9 @@ mod tests {
                 "redisson_lock_token:{a}"
             ]
         );
-        assert_eq!(args, ["0", "hash"]);
-        let (_, args) = packed(&force_unlock("a", Removal::Peek, None));
-        assert_eq!(args, ["0", "peek"]);
+        assert_eq!(args, ["0", "hash", "publish"]);
+        let (_, args) = packed(&force_unlock("a", Removal::Peek, Publish::Sharded, None));
+        assert_eq!(args, ["0", "peek", "spublish"]);
     }
 
     #[test]
@@ -238,8 +247,16 @@ mod tests {
             pttl_ms: 5,
             ..LockState::absent("a")
         };
-        let (_, args) = packed(&force_unlock("a", Removal::Any, Some(&seen)));
-        assert_eq!(args, ["0", "any", "expect", "hash", "u:1", "mode"]);
+        let (_, args) = packed(&force_unlock(
+            "a",
+            Removal::Any,
+            Publish::Plain,
+            Some(&seen),
+        ));
+        assert_eq!(
+            args,
+            ["0", "any", "publish", "expect", "hash", "u:1", "mode"]
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use super::lock::{FENCE, RELEASE_HOLD};
 use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use crate::connection::Publish;
 use crate::layout;
 
 /// Shared by the fair-lock scripts (after [`NOW_MS`]): the removal of dead
@@ -53,7 +54,7 @@ if ARGV[5] == '1' then
     end
     head = redis.call('lindex', KEYS[2], 0)
     if redis.call('exists', KEYS[1]) == 0 and head ~= false and head ~= ARGV[2] then
-        redis.call('publish', ARGV[4] .. ':' .. head, ARGV[6])
+        redis.call(ARGV[8], ARGV[4] .. ':' .. head, ARGV[6])
     end
 end
 return {0, redis.call('pttl', KEYS[1])}
@@ -78,7 +79,8 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
 ///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
 ///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
-///   the fencing counter's time to live in milliseconds.
+///   the fencing counter's time to live in milliseconds; ARGV\[8\]: the
+///   publish command (`publish` or `spublish`).
 /// * Dead waiters are first dropped from the head of the queue. The lock is
 ///   taken when it is free and the queue is empty or starts with this owner
 ///   (which then leaves the queue), or re-entered when this owner holds it:
@@ -95,6 +97,7 @@ pub(crate) fn acquire(
     queue_lease_ms: u64,
     enqueue: bool,
     fencing_ttl_ms: u64,
+    publish: Publish,
 ) -> ScriptCall {
     keys(ScriptCall::new(&ACQUIRE), name)
         .arg(lease_ms)
@@ -104,6 +107,7 @@ pub(crate) fn acquire(
         .arg(u8::from(enqueue))
         .arg(UNLOCK_MESSAGE)
         .arg(fencing_ttl_ms)
+        .arg(publish.command())
 }
 
 pub(super) static RELEASE: LazyLock<Lua> =
@@ -111,7 +115,7 @@ pub(super) static RELEASE: LazyLock<Lua> =
 const RELEASE_SRC: &str = r"
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
-    redis.call('publish', ARGV[4] .. ':' .. head, ARGV[1])
+    redis.call(ARGV[5], ARGV[4] .. ':' .. head, ARGV[1])
 end
 return 1
 ";
@@ -120,17 +124,18 @@ return 1
 ///
 /// * KEYS as [`acquire`]; ARGV\[1\]: the unlock message; ARGV\[2\]: the
 ///   lease in ms to restore when holds remain; ARGV\[3\]: the owner field;
-///   ARGV\[4\]: the release channel.
+///   ARGV\[4\]: the release channel; ARGV\[5\]: the publish command.
 /// * Returns as the plain release: nil when not ours, `0` when holds remain,
 ///   `1` when the key was deleted; then the unlock message goes to the
 ///   channel of the queue's head (after dropping dead waiters), as in
 ///   Redisson. Read by [`Released`](super::lock::Released).
-pub(crate) fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+pub(crate) fn release(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
     keys(ScriptCall::new(&RELEASE), name)
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
         .arg(layout::channel(name))
+        .arg(publish.command())
 }
 
 pub(super) static ABANDON: LazyLock<Lua> =
@@ -146,7 +151,7 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then
-        redis.call('publish', ARGV[2] .. ':' .. head, ARGV[3])
+        redis.call(ARGV[4], ARGV[2] .. ':' .. head, ARGV[3])
     end
 end
 return 1
@@ -156,15 +161,17 @@ return 1
 /// unknown, leaves no trace.
 ///
 /// * KEYS as [`acquire`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
-///   release channel prefix; ARGV\[3\]: the unlock message.
+///   release channel prefix; ARGV\[3\]: the unlock message; ARGV\[4\]: the
+///   publish command.
 /// * Removes the owner from the queue and the zset, releases one hold of the
 ///   lock if the owner has it (a key of another type is left alone), and if
 ///   the lock is then free wakes the head waiter. Returns `1`.
-pub(crate) fn abandon(name: &str, field: &str) -> ScriptCall {
+pub(crate) fn abandon(name: &str, field: &str, publish: Publish) -> ScriptCall {
     keys(ScriptCall::new(&ABANDON), name)
         .arg(field)
         .arg(layout::channel(name))
         .arg(UNLOCK_MESSAGE)
+        .arg(publish.command())
 }
 
 #[cfg(test)]
@@ -181,7 +188,15 @@ mod tests {
 
     #[test]
     fn acquire_packs_lease_owner_queue_lease_channel_enqueue_message_ttl() {
-        let (keys, args) = packed(&acquire("a", 30_000, "u:1", 9_000, true, 5));
+        let (keys, args) = packed(&acquire(
+            "a",
+            30_000,
+            "u:1",
+            9_000,
+            true,
+            5,
+            Publish::Sharded,
+        ));
         assert_eq!(keys, KEYS);
         assert_eq!(
             args,
@@ -192,24 +207,36 @@ mod tests {
                 "redisson_lock__channel:{a}",
                 "1",
                 "0",
-                "5"
+                "5",
+                "spublish"
             ]
         );
-        let (_, args) = packed(&acquire("a", 30_000, "u:1", 9_000, false, 5));
+        let (_, args) = packed(&acquire(
+            "a",
+            30_000,
+            "u:1",
+            9_000,
+            false,
+            5,
+            Publish::Plain,
+        ));
         assert_eq!(args[4], "0");
     }
 
     #[test]
     fn release_packs_message_lease_owner_channel() {
-        let (keys, args) = packed(&release("a", 30_000, "u:1"));
+        let (keys, args) = packed(&release("a", 30_000, "u:1", Publish::Plain));
         assert_eq!(keys, KEYS);
-        assert_eq!(args, ["0", "30000", "u:1", "redisson_lock__channel:{a}"]);
+        assert_eq!(
+            args,
+            ["0", "30000", "u:1", "redisson_lock__channel:{a}", "publish"]
+        );
     }
 
     #[test]
     fn abandon_packs_owner_channel_message() {
-        let (keys, args) = packed(&abandon("a", "u:1"));
+        let (keys, args) = packed(&abandon("a", "u:1", Publish::Sharded));
         assert_eq!(keys, KEYS);
-        assert_eq!(args, ["u:1", "redisson_lock__channel:{a}", "0"]);
+        assert_eq!(args, ["u:1", "redisson_lock__channel:{a}", "0", "spublish"]);
     }
 }

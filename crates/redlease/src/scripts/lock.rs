@@ -7,6 +7,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::{Lua, ScriptCall, UNLOCK_MESSAGE};
+use crate::connection::Publish;
 use crate::layout;
 
 /// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
@@ -158,7 +159,7 @@ redis.call('del', KEYS[1])
 pub(super) static RELEASE: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("release", &[RELEASE_HOLD, RELEASE_SRC]));
 const RELEASE_SRC: &str = r"
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
 return 1
 ";
 
@@ -167,7 +168,9 @@ return 1
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel, [`layout::channel`].
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: the lease in
 ///   milliseconds to restore when a re-entered hold is released but others
-///   remain; ARGV\[3\]: the owner field.
+///   remain; ARGV\[3\]: the owner field; ARGV\[4\]: the command that
+///   announces the release, `publish` (as here) or, on a cluster with
+///   sharded pub/sub, `spublish` (as Redisson passes it).
 /// * Returns nil when the field is absent or the key holds another type
 ///   (not ours: expired, released or taken over), `0` when the count went
 ///   down but holds remain, `1` when the key was deleted and the unlock
@@ -178,12 +181,18 @@ return 1
 /// answer it saw (the owner field is unique per acquisition, so a duplicate
 /// answers nil and is harmless), so the latch is left out.
 pub fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    release_with(name, lease_ms, field, Publish::Plain)
+}
+
+/// [`release`], announced with `publish`'s command.
+pub(crate) fn release_with(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
     ScriptCall::new(&RELEASE)
         .key(name)
         .key(layout::channel(name))
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
+        .arg(publish.command())
 }
 
 /// What a release script answered; the reply of [`release`] and of the fair
@@ -297,7 +306,9 @@ mod tests {
     fn release_packs_key_channel_message_lease_owner() {
         let (keys, args) = packed(&release("orders:1", 30_000, "u:7"));
         assert_eq!(keys, ["orders:1", "redisson_lock__channel:{orders:1}"]);
-        assert_eq!(args, ["0", "30000", "u:7"]);
+        assert_eq!(args, ["0", "30000", "u:7", "publish"]);
+        let (_, args) = packed(&release_with("orders:1", 30_000, "u:7", Publish::Sharded));
+        assert_eq!(args[3], "spublish");
     }
 
     #[test]
