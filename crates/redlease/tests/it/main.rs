@@ -4,6 +4,8 @@
 //! touch their own keys share one server; tests that kill, pause or
 //! reconfigure a server start their own.
 
+/// Helpers for the tests against a real local Redis Cluster.
+mod cluster_support;
 mod support;
 
 /// The `fenced` example's database guard, tested as shipped.
@@ -17,6 +19,12 @@ mod cancel;
 /// The fault-injection suite: stopped, killed and partitioned holders, and
 /// Redis restarting empty, against the PostgreSQL guard.
 mod chaos;
+/// Locks on a real local Redis Cluster: slots, sharded pub/sub, the API.
+mod cluster;
+/// Failover, a killed master, a lost key and slot migration on a cluster.
+mod cluster_faults;
+/// Redisson on the same cluster, in sharded mode, played with raw commands.
+mod cluster_redisson;
 /// `#[distributed_lock]`: keys, waits, leases, clients, release on every exit.
 mod declared;
 /// The fair lock: FIFO order across clients, no stuck queue.

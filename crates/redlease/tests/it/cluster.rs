@@ -1,0 +1,249 @@
+//! Locks on a real local Redis Cluster (3 masters): the same API, keys in
+//! the lock key's slot, sharded release messages, and Redisson on the same
+//! shard channel.
+
+use std::time::{Duration, Instant};
+
+use redlease::PubSubMode;
+
+use crate::cluster_support::{cluster_client, key_slot, shared_cluster};
+use crate::support::{spawn_timed, unique};
+
+/// Every key and channel a lock touches lies in its key's slot, with and
+/// without a hash tag of the user's: the scripts never raise CROSSSLOT.
+#[tokio::test]
+async fn every_key_of_a_lock_is_in_its_slot() {
+    let cluster = shared_cluster();
+    let c = cluster_client(cluster, Duration::from_secs(30)).await;
+    for name in [unique("slot"), format!("{{{}}}:tagged", unique("slot"))] {
+        let slot = key_slot(&name);
+        for derived in [
+            redlease::layout::channel(&name),
+            redlease::layout::token_key(&name),
+            redlease::layout::queue_key(&name),
+            redlease::layout::timeout_key(&name),
+            redlease::layout::rwlock_channel(&name),
+            redlease::layout::waiter_channel(&name, "u:1"),
+        ] {
+            assert_eq!(key_slot(&derived), slot, "{derived} of {name}");
+        }
+        for fair in [false, true] {
+            let lock = if fair {
+                c.fair_lock(&name)
+            } else {
+                c.lock(&name)
+            };
+            let g = lock.try_lock().await.unwrap();
+            let busy = lock.try_lock().await.unwrap_err();
+            assert!(busy.is_busy(), "{busy}");
+            g.unlock().await.unwrap();
+        }
+        let state = redlease::admin::force_unlock(&c, &name).await.unwrap();
+        assert!(!state.removed, "released already");
+    }
+}
+
+/// The whole API works unchanged: waiting, fixed leases, fair locks,
+/// re-entry in a scope, and fencing tokens that increase across masters'
+/// names and acquisitions.
+#[tokio::test]
+async fn the_lock_api_works_on_a_cluster() {
+    let cluster = shared_cluster();
+    let c = cluster_client(cluster, Duration::from_secs(30)).await;
+    let mut last = 0;
+    for i in 0..6 {
+        let name = unique(&format!("api-{i}"));
+        let fixed = c.lock(&name).lease(Duration::from_secs(5));
+        let g = fixed.try_lock().await.unwrap();
+        assert!(g.fencing_token() > last);
+        last = g.fencing_token();
+        let again = redlease::scope(async {
+            let outer = c.lock(&name).try_lock_for(Duration::from_millis(200)).await;
+            assert!(outer.unwrap_err().is_busy());
+            g.unlock().await.unwrap();
+            let outer = c.lock(&name).try_lock().await.unwrap();
+            let inner = c.lock(&name).try_lock().await.unwrap();
+            assert_eq!(inner.fencing_token(), outer.fencing_token());
+            inner.unlock().await.unwrap();
+            assert!(outer.is_held().await.unwrap());
+            outer.unlock().await.unwrap();
+            c.fair_lock(&name).lock().await.unwrap()
+        })
+        .await;
+        assert!(again.fencing_token() > last);
+        last = again.fencing_token();
+        again.unlock().await.unwrap();
+    }
+}
+
+/// By default (`Auto`) a cluster with sharded pub/sub gets it: a waiter
+/// subscribes with SSUBSCRIBE on the lock's shard, and a release wakes it
+/// at once (not at the holder's lease, 30 s away).
+#[tokio::test]
+async fn waiters_are_woken_by_sharded_releases() {
+    let cluster = shared_cluster();
+    let (a, b) = (
+        cluster_client(cluster, Duration::from_secs(30)).await,
+        cluster_client(cluster, Duration::from_secs(30)).await,
+    );
+    let name = unique("sharded-wake");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
+    let channel = redlease::layout::channel(&name);
+    let mut shard = cluster.master_for_key(&name).connection();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, n): (String, i64) = redis::cmd("PUBSUB")
+            .arg("SHARDNUMSUB")
+            .arg(&channel)
+            .query(&mut shard)
+            .unwrap();
+        if n == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no sharded subscriber");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (guard, at) = waiter.await.unwrap();
+    let woken_after = at - released;
+    assert!(woken_after < Duration::from_millis(500), "{woken_after:?}");
+    guard.unwrap().unlock().await.unwrap();
+}
+
+/// `PubSubMode::Plain` on a cluster: releases go by PUBLISH and waiters
+/// listen with SUBSCRIBE, for Redisson clients with sharded subscriptions
+/// off; `Sharded` is refused on a single node.
+#[tokio::test]
+async fn plain_pubsub_on_a_cluster_and_no_sharding_on_one_node() {
+    let cluster = shared_cluster();
+    let plain = || {
+        redlease::Client::builder(&cluster.url())
+            .pubsub_mode(PubSubMode::Plain)
+            .build()
+    };
+    let (a, b) = (plain().await.unwrap(), plain().await.unwrap());
+    let name = unique("plain-wake");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
+    let channel = redlease::layout::channel(&name);
+    let mut node = cluster.master_for_key(&name).connection();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(&channel)
+        .query::<(String, i64)>(&mut node)
+        .unwrap()
+        .1
+        == 0
+    {
+        assert!(Instant::now() < deadline, "no plain subscriber");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (guard, at) = waiter.await.unwrap();
+    assert!(at - released < Duration::from_millis(500));
+    guard.unwrap().unlock().await.unwrap();
+
+    let single = crate::support::RedisServer::shared();
+    let e = redlease::Client::builder(&single.url())
+        .pubsub_mode(PubSubMode::Sharded)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+}
+
+/// A declared lock (`#[distributed_lock]` with a cluster client) excludes a
+/// second call, and the layout reader finds it on the master that holds it
+/// when scanning every master.
+#[tokio::test]
+async fn declared_locks_and_the_scan_work_on_a_cluster() {
+    #[redlease::distributed_lock(key = "{prefix}:declared:{id}", client = c)]
+    async fn held_for(
+        c: &redlease::Client,
+        prefix: &str,
+        id: u32,
+        inside: tokio::sync::oneshot::Sender<()>,
+        until: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<(), redlease::Error> {
+        let _ = inside.send(());
+        let _ = until.await;
+        Ok(())
+    }
+    let cluster = shared_cluster();
+    let c = cluster_client(cluster, Duration::from_secs(30)).await;
+    let prefix = unique("scan");
+    let mut releases = Vec::new();
+    let mut tasks = Vec::new();
+    for id in 0..6 {
+        let (inside_tx, inside_rx) = tokio::sync::oneshot::channel();
+        let (until_tx, until_rx) = tokio::sync::oneshot::channel();
+        let (c2, p2) = (c.clone(), prefix.clone());
+        tasks.push(tokio::spawn(async move {
+            held_for(&c2, &p2, id, inside_tx, until_rx).await
+        }));
+        inside_rx.await.unwrap();
+        releases.push(until_tx);
+    }
+    let (never_tx, _never) = tokio::sync::oneshot::channel();
+    let (_, until_rx) = tokio::sync::oneshot::channel();
+    let busy = held_for(&c, &prefix, 0, never_tx, until_rx)
+        .await
+        .unwrap_err();
+    assert!(busy.is_busy(), "{busy}");
+    let scan = redlease::layout::scan(&c, &format!("{prefix}:*"), 0, 100_000)
+        .await
+        .unwrap();
+    assert_eq!(scan.cursor, 0);
+    assert_eq!(scan.locks.len(), 6);
+    for state in &scan.locks {
+        let holder = cluster.master_for_key(&state.name);
+        assert_eq!(state.node.as_deref(), Some(holder.address().as_str()));
+        assert_eq!(state.owners().len(), 1);
+    }
+    for release in releases {
+        let _ = release.send(());
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+}
+
+/// Credentials the cluster refuses are an auth error, as on one node (the
+/// cluster client reports them inside a connection error).
+#[tokio::test]
+async fn wrong_credentials_on_a_cluster_are_an_auth_error() {
+    let cluster = shared_cluster();
+    for node in cluster.masters() {
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("app")
+            .arg("on")
+            .arg(">right")
+            .arg("~*")
+            .arg("&*")
+            .arg("+@all")
+            .exec(&mut node.connection())
+            .unwrap();
+    }
+    let url = cluster
+        .url()
+        .replace("redis-cluster://", "redis-cluster://app:wrong@");
+    let e = redlease::Client::connect(&url).await.unwrap_err();
+    assert!(e.is_auth(), "{e:?}");
+    assert!(!e.to_string().contains("wrong"), "{e}");
+    let url = cluster
+        .url()
+        .replace("redis-cluster://", "redis-cluster://app:right@");
+    let c = redlease::Client::connect(&url).await.unwrap();
+    c.lock(unique("acl"))
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
