@@ -229,8 +229,15 @@ fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
     // that a missing `From<redlease::Error>` points there. The binding's
     // scope is one match arm of ours: it cannot meet a name of the user's.
     let error = Ident::new("__redlease_error", ret.span());
+    // A function whose error type is `redlease::Error` itself converts to
+    // the same type; that is no mistake of the user's, so clippy's
+    // `useless_conversion` is kept quiet here.
     let convert = quote_spanned! {ret.span()=>
-        ::core::convert::From::from(#error)
+        {
+            #[allow(clippy::useless_conversion)]
+            let converted = ::core::convert::From::from(#error);
+            converted
+        }
     };
     let stmts = &block.stmts;
 
