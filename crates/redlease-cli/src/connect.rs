@@ -1,11 +1,17 @@
 //! Connections to Redis from a `--url`, and keeping its password out of
 //! every message.
+//!
+//! * `connect/plain.rs`: plain connections to one node or to a cluster.
+
+mod plain;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use percent_encoding::percent_decode_str;
-use redis::aio::MultiplexedConnection;
+use redis::cluster::ClusterClientBuilder;
+
+pub(crate) use plain::{Plain, is_cluster};
 
 /// How long to wait for a connection, and for each reply, on the plain
 /// connections the demo uses and on `inspect`'s reader.
@@ -66,16 +72,42 @@ impl Target {
             .map_err(|e| self.failed(&e))
     }
 
-    /// A plain connection, for reads the lock API does not offer.
-    pub(crate) async fn connection(&self) -> Result<MultiplexedConnection, String> {
+    /// Whether the URL names a cluster (`redis-cluster://`).
+    pub(crate) fn is_cluster(&self) -> bool {
+        is_cluster(&self.url)
+    }
+
+    /// A plain connection, for reads and writes the lock API does not
+    /// offer: to the node, or to the cluster, that the URL names.
+    pub(crate) async fn connection(&self) -> Result<Plain, String> {
+        if self.is_cluster() {
+            return self.cluster_connection().await;
+        }
         let client = redis::Client::open(self.url.as_str()).map_err(|e| self.failed(&e))?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT));
-        client
+        let conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| self.failed(&redlease::Error::from(e)))
+            .map_err(|e| self.failed(&redlease::Error::from(e)))?;
+        Ok(Plain::Single(conn))
+    }
+
+    async fn cluster_connection(&self) -> Result<Plain, String> {
+        let seeds = redlease::url::cluster_seeds(&self.url)
+            .map_err(|e| self.failed(&e))?
+            .ok_or_else(|| self.failed(&"not a redis-cluster:// url"))?;
+        let client = ClusterClientBuilder::new(seeds)
+            .connection_timeout(TIMEOUT)
+            .response_timeout(TIMEOUT)
+            .build()
+            .map_err(|e| self.failed(&e))?;
+        let conn = client
+            .get_async_connection()
+            .await
+            .map_err(|e| self.failed(&redlease::Error::from(e)))?;
+        Ok(Plain::Cluster(conn))
     }
 
     /// A connection failure, as a message naming the redacted URL.

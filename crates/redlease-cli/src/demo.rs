@@ -1,11 +1,14 @@
 //! `redlease demo`: the stock-deduction scenario, without and with the lock.
 //!
-//! * `demo/server.rs`: which Redis to use; the private `redis-server`.
+//! * `demo/server.rs`: which Redis to use; the private `redis-server` or
+//!   cluster.
+//! * `demo/placement.rs`: on a cluster, where the demo's keys live.
 //! * `demo/shop.rs`: the buyers, the stock key and the two phases.
 //! * `demo/recorder.rs`: the in-process metrics recorder and the library's
 //!   numbers read from it.
 //! * `demo/summary.rs`: the summary, as text or JSON.
 
+mod placement;
 mod recorder;
 mod server;
 mod shop;
@@ -19,7 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metrics_util::debugging::Snapshotter;
 use tokio::time::timeout;
 
-use crate::connect::{self, Target};
+use crate::connect::{self, Target, is_cluster};
 use shop::Shop;
 use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 
@@ -32,8 +35,10 @@ use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 ///
 /// Uses --url or REDIS_URL if given, else the Redis on 127.0.0.1:6379 if
 /// one answers, else a private redis-server from PATH on a free port,
-/// stopped at the end. Exits 0 when the locked phase sold exactly the
-/// stock, 1 otherwise.
+/// stopped at the end. With --cluster, a Redis Cluster instead: the
+/// redis-cluster:// URL of --url or REDIS_URL, else a private cluster of 3
+/// masters. Exits 0 when the locked phase sold exactly the stock, 1
+/// otherwise.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DemoArgs {
     /// Units of stock the SKU starts each phase with.
@@ -64,16 +69,27 @@ pub(crate) struct DemoArgs {
     /// none.
     #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     slow_ms: u64,
-    /// Always start a private redis-server for the run, even when --url,
-    /// REDIS_URL or a Redis on 127.0.0.1:6379 is there.
+    /// Always start a private redis-server (with --cluster, a private
+    /// cluster) for the run, even when --url, REDIS_URL or a Redis on
+    /// 127.0.0.1:6379 is there.
     #[arg(long)]
     private: bool,
+    /// Run on a Redis Cluster: the redis-cluster://host:port[,host:port...]
+    /// URL of --url or REDIS_URL, else a private cluster of 3 masters
+    /// (redis-server from PATH), stopped at the end. The stock key and the
+    /// lock share a hash tag, so one master holds both. Implied by a
+    /// redis-cluster:// URL.
+    #[arg(long)]
+    cluster: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub(crate) async fn main(url: Option<String>, args: DemoArgs) -> ExitCode {
+    if let Err(usage) = check_cluster_url(url.as_deref(), &args) {
+        return usage;
+    }
     match run(url, args).await {
         Ok(summary) if summary.locked.exact => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
@@ -81,10 +97,34 @@ pub(crate) async fn main(url: Option<String>, args: DemoArgs) -> ExitCode {
     }
 }
 
+/// `--cluster` with a URL that names one node is a usage error (exit 2),
+/// not a run on that node: the user asked for a cluster. `--private`
+/// ignores the URL, as without `--cluster`.
+fn check_cluster_url(url: Option<&str>, args: &DemoArgs) -> Result<(), ExitCode> {
+    let Some(url) = url.filter(|url| args.cluster && !args.private && !is_cluster(url)) else {
+        return Ok(());
+    };
+    let shown = Target::new(url.to_owned()).redacted();
+    Err(crate::usage_error(
+        "demo",
+        format!(
+            "--cluster needs a redis-cluster://host:port[,host:port...] url, but --url or \
+             REDIS_URL is {shown}; give a cluster's url, or add --private to start a private \
+             cluster"
+        ),
+    ))
+}
+
 async fn run(url: Option<String>, args: DemoArgs) -> Result<Summary, String> {
-    let redis = server::choose(url, args.private).await?;
+    // A redis-cluster:// URL means a cluster even without --cluster: the
+    // keys need its hash tag, and the summary says where they lived.
+    let cluster = args.cluster || (!args.private && url.as_deref().is_some_and(is_cluster));
+    let redis = match cluster {
+        true => server::choose_cluster(url, args.private).await?,
+        false => server::choose(url, args.private).await?,
+    };
     let snapshotter = recorder::install()?;
-    let shop = new_shop(&args);
+    let shop = new_shop(&args, cluster);
     let target = Target::new(redis.url.clone());
     let outcome = tokio::select! {
         outcome = scenario(&target, &args, &shop, &snapshotter) => outcome,
@@ -108,15 +148,24 @@ async fn run(url: Option<String>, args: DemoArgs) -> Result<Summary, String> {
 
 /// The run's SKU and keys, unique to this run so that two demos on one
 /// Redis do not sell each other's stock.
-fn new_shop(args: &DemoArgs) -> Shop {
+fn new_shop(args: &DemoArgs, cluster: bool) -> Shop {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let sku = format!("sku-{}-{:04x}", std::process::id(), nanos & 0xffff);
+    // On a cluster the SKU is the hash tag of the stock key and of the lock
+    // (whose fencing counter, `redisson_lock_token:demo:stock:{sku}`, keeps
+    // the lock's tag): all three share one slot, so one master holds what
+    // a sale reads and the lock that guards it, the summary can name that
+    // master, and the clean-up is one DEL on one node.
+    let tag = match cluster {
+        true => format!("{{{sku}}}"),
+        false => sku.clone(),
+    };
     Shop {
         sku: sku.clone(),
-        stock_key: format!("demo:inventory:{sku}"),
-        lock_name: format!("demo:stock:{sku}"),
+        stock_key: format!("demo:inventory:{tag}"),
+        lock_name: format!("demo:stock:{tag}"),
         stock: args.stock,
         hold: Duration::from_millis(args.hold_ms),
         slow: Duration::from_millis(args.slow_ms),
@@ -133,6 +182,10 @@ async fn scenario(
     let watchdog = Duration::from_millis(args.watchdog_ms);
     let instances = shop::connect(target, args.clients, watchdog).await?;
     let first = &instances[0];
+    let placement = match target.is_cluster() {
+        true => Some(placement::find(&mut target.connection().await?, &shop.stock_key).await?),
+        false => None,
+    };
     let label = redlease::metrics::lock_label(&shop.lock_name);
 
     shop.restock(first).await?;
@@ -160,6 +213,7 @@ async fn scenario(
         clients: args.clients,
         workers_per_client: args.workers,
         hold_ms: args.hold_ms,
+        cluster: placement,
         unlocked: UnlockedSummary::new(args.stock, &unlocked),
         locked: LockedSummary::new(args.stock, settings, locked, metrics),
     })

@@ -17,7 +17,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod audit;
 mod connect;
@@ -39,6 +39,8 @@ struct Cli {
     /// Redis to talk to: `redis://[user:password@]host:port[/db]`, or
     /// `rediss://` for TLS, verified against the system's CAs (or
     /// SSL_CERT_FILE); `rediss://host:port/#insecure` skips verification.
+    /// A cluster by its seed nodes:
+    /// `redis-cluster://[user:password@]host:port[,host:port...]`.
     /// Defaults to redis://127.0.0.1:6379. The password is never printed.
     #[arg(long, env = "REDIS_URL", global = true, hide_env_values = true)]
     url: Option<String>,
@@ -91,6 +93,22 @@ fn main() -> ExitCode {
             Command::Demo(args) => demo::main(url, args).await,
         }
     })
+}
+
+/// Prints `message` as clap prints a usage error of `subcommand` (with
+/// its usage line) and returns clap's exit code for it, 2: for checks that
+/// depend on more than one argument or on the environment.
+fn usage_error(subcommand: &str, message: String) -> ExitCode {
+    let mut cli = Cli::command();
+    // Names the subcommands `redlease <name>` for their usage lines.
+    cli.build();
+    let command = match cli.find_subcommand_mut(subcommand) {
+        Some(command) => command,
+        None => &mut cli,
+    };
+    let error = command.error(clap::error::ErrorKind::ArgumentConflict, message);
+    let _ = error.print();
+    ExitCode::from(2)
 }
 
 /// The URL to use for commands that talk to an existing Redis.

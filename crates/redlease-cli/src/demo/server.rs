@@ -1,9 +1,9 @@
-//! Which Redis the demo runs against, and the private `redis-server` it
-//! starts when there is none.
+//! Which Redis the demo runs against, and the private `redis-server` (or
+//! private cluster) it starts when there is none.
 
 use std::time::Duration;
 
-use redlease_testkit::{RedisServer, ServerOptions, StartError};
+use redlease_testkit::{RedisCluster, RedisServer, ServerOptions, StartError};
 use tokio::task::spawn_blocking;
 use tokio::time::timeout;
 
@@ -20,27 +20,75 @@ pub(crate) const INSTALL_HINT: &str = "install one (apt-get install redis-server
      dnf install redis, brew install redis) or point the demo at a running server \
      with --url or REDIS_URL";
 
+/// How many masters the private cluster has: the fewest that show keys
+/// spread over several nodes, and each master a single process on two
+/// cores.
+pub(crate) const PRIVATE_MASTERS: usize = 3;
+
 /// The Redis the demo talks to, and the private server behind it, if any.
 #[derive(Debug)]
 pub(crate) struct Redis {
     /// The URL to connect to; may hold a password, so it is never printed.
     pub(crate) url: String,
-    /// A server started for this run. Dropping it kills and reaps it, so
-    /// every way out of the demo that runs destructors (an error, Ctrl-C or
-    /// SIGTERM caught by the demo, a panic unwinding) stops it; its watcher
-    /// stops it on the ways out that run none (SIGKILL, a test harness's
-    /// time-out).
-    private: Option<RedisServer>,
+    /// A server or cluster started for this run. Dropping it kills and
+    /// reaps every process of it, so every way out of the demo that runs
+    /// destructors (an error, Ctrl-C or SIGTERM caught by the demo, a panic
+    /// unwinding) stops it; each server's watcher stops it on the ways out
+    /// that run none (SIGKILL, a test harness's time-out).
+    private: Option<Private>,
+}
+
+/// What the demo started for itself.
+#[derive(Debug)]
+#[expect(dead_code, reason = "held only to be dropped, which stops it")]
+enum Private {
+    Server(RedisServer),
+    Cluster(RedisCluster),
 }
 
 impl Redis {
-    /// Stops the private server, if any, and waits for it to exit.
+    /// Stops the private server or cluster, if any, and waits for it to exit.
     pub(crate) async fn stop(self) {
-        if let Some(server) = self.private {
+        if let Some(private) = self.private {
             // Killing and reaping blocks for a moment: not on a runtime thread.
-            let _ = spawn_blocking(move || drop(server)).await;
+            let _ = spawn_blocking(move || drop(private)).await;
         }
     }
+}
+
+/// Picks the cluster for a `--cluster` run: a private one when `private`
+/// is set, otherwise `url` if given (the caller has checked that it is a
+/// `redis-cluster://` URL), otherwise a private one. Unlike [`choose`], it
+/// does not probe the default address: a Redis there is seldom a cluster.
+///
+/// # Errors
+///
+/// As [`choose`].
+pub(crate) async fn choose_cluster(url: Option<String>, private: bool) -> Result<Redis, String> {
+    if let (Some(url), false) = (url, private) {
+        let shown = Target::new(url.clone()).redacted();
+        eprintln!("using the redis cluster at {shown} (from --url or REDIS_URL)");
+        return Ok(Redis { url, private: None });
+    }
+    // Forming waits (seconds) until every node reports cluster_state:ok.
+    let started = spawn_blocking(|| RedisCluster::try_start(PRIVATE_MASTERS, 0))
+        .await
+        .map_err(|e| format!("cannot start a redis cluster: {e}"))?;
+    let cluster = started.map_err(|e| match e {
+        StartError::NotInstalled => format!(
+            "no redis-server on PATH to start a private redis cluster for the demo; {INSTALL_HINT}"
+        ),
+        e => format!("cannot start a private redis cluster: {e}"),
+    })?;
+    let nodes: Vec<String> = cluster.masters().map(|node| node.address()).collect();
+    eprintln!(
+        "started a private redis cluster of {PRIVATE_MASTERS} masters on {} for this run",
+        nodes.join(",")
+    );
+    Ok(Redis {
+        url: cluster.url(),
+        private: Some(Private::Cluster(cluster)),
+    })
 }
 
 /// Picks the Redis for the run: a private server when `private` is set,
@@ -83,7 +131,7 @@ pub(crate) async fn choose(url: Option<String>, private: bool) -> Result<Redis, 
     );
     Ok(Redis {
         url: server.url(),
-        private: Some(server),
+        private: Some(Private::Server(server)),
     })
 }
 

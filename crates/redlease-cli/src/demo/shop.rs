@@ -11,12 +11,11 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep};
 
-use crate::connect::Target;
+use crate::connect::{Plain, Target};
 
 /// One run's SKU, keys and timings.
 #[derive(Clone, Debug)]
@@ -43,7 +42,7 @@ pub(crate) struct Shop {
 #[derive(Clone, Debug)]
 pub(crate) struct Instance {
     locks: redlease::Client,
-    stock: MultiplexedConnection,
+    stock: Plain,
 }
 
 /// What the unlocked phase did.
@@ -290,18 +289,14 @@ impl Shop {
         Ok(())
     }
 
-    async fn read_stock(&self, conn: &mut MultiplexedConnection) -> Result<i64, String> {
+    async fn read_stock(&self, conn: &mut Plain) -> Result<i64, String> {
         conn.get::<_, Option<i64>>(&self.stock_key)
             .await
             .map_err(|e| format!("cannot read the stock: {e}"))?
             .ok_or_else(|| format!("the stock key {} is gone", self.stock_key))
     }
 
-    async fn write_stock(
-        &self,
-        conn: &mut MultiplexedConnection,
-        stock: i64,
-    ) -> Result<(), String> {
+    async fn write_stock(&self, conn: &mut Plain, stock: i64) -> Result<(), String> {
         conn.set::<_, _, ()>(&self.stock_key, stock)
             .await
             .map_err(|e| format!("cannot write the stock: {e}"))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::placement::Placement;
 use super::recorder::{LockMetrics, quantile};
 use super::shop::{Locked, Unlocked};
 
@@ -17,6 +18,10 @@ pub(crate) struct Summary {
     pub(crate) clients: u32,
     pub(crate) workers_per_client: u32,
     pub(crate) hold_ms: u64,
+    /// On a cluster, where the keys lived; absent (not null) otherwise, so
+    /// that a single node's summary is as it always was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cluster: Option<Placement>,
     pub(crate) unlocked: UnlockedSummary,
     pub(crate) locked: LockedSummary,
 }
@@ -136,6 +141,15 @@ impl fmt::Display for Summary {
             "stock deduction: {} units of {}, {} clients x {} buyers, about {} ms per sale",
             self.stock, self.sku, self.clients, self.workers_per_client, self.hold_ms
         )?;
+        if let Some(cluster) = &self.cluster {
+            writeln!(
+                f,
+                "on a redis cluster of {} masters: the stock and the lock share slot {}, on {}",
+                cluster.masters,
+                cluster.slot,
+                cluster.node.as_deref().unwrap_or("no master (unassigned)")
+            )?;
+        }
         writeln!(f)?;
         writeln!(
             f,

@@ -21,6 +21,9 @@ struct ReportJson<'a> {
 #[derive(Serialize)]
 struct LockJson<'a> {
     key: &'a str,
+    /// The cluster node (`host:port`) holding the key; absent on one node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<&'a str>,
     kind: &'static str,
     #[serde(rename = "type")]
     key_type: &'a str,
@@ -68,6 +71,7 @@ pub(super) fn render(report: &Report) -> serde_json::Result<String> {
 fn lock(state: &LockState) -> LockJson<'_> {
     LockJson {
         key: &state.name,
+        node: state.node.as_deref(),
         kind: match state.kind() {
             StateKind::Lock => "lock",
             StateKind::ReadWriteLock => "rwlock",

@@ -18,8 +18,20 @@ pub(crate) fn render(report: &Report) -> String {
         // Borderless, columns two spaces apart, no trailing spaces: it reads
         // in a terminal and in a log alike.
         let mut table = Table::new();
-        table.load_style(NOTHING).set_header(HEADER);
-        table.add_rows(report.locks().iter().map(row));
+        // On a cluster, which master holds each lock.
+        let nodes = report.locks().iter().any(|s| s.node.is_some());
+        let mut header = HEADER.to_vec();
+        if nodes {
+            header.push("NODE");
+        }
+        table.load_style(NOTHING).set_header(header);
+        table.add_rows(report.locks().iter().map(|s| {
+            let mut cells = row(s).to_vec();
+            if nodes {
+                cells.push(s.node.clone().unwrap_or_else(|| "-".to_owned()));
+            }
+            cells
+        }));
         for column in table.column_iter_mut() {
             column.set_padding((0, 2));
         }

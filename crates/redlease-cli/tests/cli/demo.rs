@@ -1,12 +1,14 @@
 //! `redlease demo`: the unlocked phase oversells, the locked phase sells
 //! exactly the stock, the summary carries the library's metrics, and the
-//! demo finds (or starts, or asks for) a Redis.
+//! demo finds (or starts, or asks for) a Redis, or a Redis Cluster.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use redlease_testkit::RedisServer;
+
+use crate::support::{cluster, on_master};
 
 /// Small enough for a couple of seconds on two cores. The unlocked phase
 /// oversells as long as two of its 16 buyers, started together at a
@@ -231,4 +233,93 @@ fn unreachable_redis_is_a_clear_error() {
     );
     assert!(!said.contains("s3cret"), "{said}");
     assert!(stdout(&output).is_empty());
+}
+
+/// `--cluster` without a URL starts a private 3-master cluster, sells
+/// exactly on it, says so, and leaves none of its servers running.
+#[test]
+fn cluster_starts_and_stops_a_private_cluster() {
+    let output = demo(&[SMALL, &["--cluster"]].concat(), |_| {});
+    let said = stderr(&output);
+    let summary = stdout(&output);
+    assert!(output.status.success(), "{summary}\n{said}");
+    assert!(
+        summary.contains("on a redis cluster of 3 masters"),
+        "{summary}"
+    );
+    assert_eq!(values(&summary, "sold")[1], "20 of 20: exact", "{summary}");
+    assert!(
+        summary.ends_with("ok: the lock kept the stock exact\n"),
+        "{summary}"
+    );
+    let nodes = said
+        .split("started a private redis cluster of 3 masters on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no private cluster announced: {said}"));
+    let ports: Vec<u16> = nodes
+        .split(',')
+        .filter_map(|node| node.strip_prefix("127.0.0.1:")?.parse().ok())
+        .collect();
+    assert_eq!(ports.len(), 3, "{said}");
+    // At once, not after a while: the demo stops its servers before it
+    // exits, where the servers' watchers would only notice its death later.
+    for port in ports {
+        assert!(
+            TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "cluster node on {port} outlived the demo"
+        );
+    }
+}
+
+/// A `redis-cluster://` URL: the demo runs on that cluster, with or
+/// without `--cluster` (the URL implies it), the summary names the master
+/// that held the stock and the lock, and no key is left.
+#[test]
+fn cluster_url_runs_on_that_cluster() {
+    let cluster = cluster();
+    for flags in [&["--cluster", "--json"][..], &["--json"]] {
+        let output = demo(&[SMALL, flags].concat(), |c| {
+            c.env("REDIS_URL", cluster.url());
+        });
+        assert!(output.status.success(), "{flags:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains("using the redis cluster at redis-cluster://"));
+        let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(summary["locked"]["exact"], true, "{summary:#}");
+        let sku = summary["sku"].as_str().unwrap();
+        let stock_key = format!("demo:inventory:{{{sku}}}");
+        assert_eq!(summary["cluster"]["masters"], 3, "{summary:#}");
+        assert_eq!(
+            summary["cluster"]["node"],
+            cluster.master_for_key(&stock_key).address(),
+            "{summary:#}"
+        );
+        let lock = format!("demo:stock:{{{sku}}}");
+        assert_eq!(summary["locked"]["lock"], lock.as_str());
+        let token = format!("redisson_lock_token:{lock}");
+        let left: i64 = on_master(cluster, &stock_key, &["EXISTS", &stock_key, &lock, &token]);
+        assert_eq!(left, 0, "the demo left keys behind");
+    }
+}
+
+/// `--cluster` with a URL that names one node is a usage error, from
+/// `--url` or `REDIS_URL`, and the password stays hidden.
+#[test]
+fn cluster_with_a_single_node_url_is_a_usage_error() {
+    let url = "redis://demo:s3cret@127.0.0.1:1";
+    let from_flag = demo(&["--cluster", "--url", url], |_| {});
+    let from_env = demo(&["--cluster"], |c| {
+        c.env("REDIS_URL", url);
+    });
+    for output in [from_flag, from_env] {
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains("--cluster needs a redis-cluster://"),
+            "{said}"
+        );
+        assert!(said.contains("redis://demo:***@127.0.0.1:1"), "{said}");
+        assert!(!said.contains("s3cret"), "{said}");
+        assert!(stdout(&output).is_empty());
+    }
 }

@@ -1,6 +1,7 @@
 //! Tests of the built `redlease` binary against private Redis servers.
 
 mod audit;
+mod cluster;
 mod demo;
 mod inspect;
 mod run;

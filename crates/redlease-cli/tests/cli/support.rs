@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub(crate) use redlease_testkit::RedisServer;
+pub(crate) use redlease_testkit::{RedisCluster, RedisServer};
 
 /// The `redlease` binary against `url`, with no `REDIS_URL` from the
 /// environment and no stdin.
@@ -98,4 +99,47 @@ pub(crate) fn redis<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str
         cmd.arg(*arg);
     }
     cmd.query(&mut server.connection()).expect("redis command")
+}
+
+/// The shared 3-master cluster for tests that only read and write their
+/// own keys and change nothing about the cluster. Started on first use;
+/// its nodes' watchers stop them when the test process exits.
+pub(crate) fn cluster() -> &'static RedisCluster {
+    static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+    SHARED.get_or_init(|| RedisCluster::start(3, 0))
+}
+
+/// Runs a Redis command on the master of `key`'s slot and returns its
+/// reply.
+pub(crate) fn on_master<T: redis::FromRedisValue>(
+    cluster: &RedisCluster,
+    key: &str,
+    args: &[&str],
+) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(&mut cluster.connection_for_key(key))
+        .expect("redis command")
+}
+
+/// How many clients listen on `channel`: with SSUBSCRIBE on the master of
+/// its slot (the library's default on Redis 7), or with SUBSCRIBE on any
+/// master. A `redlease run --wait` that found its lock busy is one.
+pub(crate) fn listeners(cluster: &RedisCluster, channel: &str) -> i64 {
+    let count = |conn: &mut redis::Connection, kind: &str| -> i64 {
+        let (_, n): (String, i64) = redis::cmd("PUBSUB")
+            .arg(kind)
+            .arg(channel)
+            .query(conn)
+            .expect("PUBSUB");
+        n
+    };
+    let sharded = count(&mut cluster.connection_for_key(channel), "SHARDNUMSUB");
+    let plain: i64 = cluster
+        .masters()
+        .map(|node| count(&mut node.connection(), "NUMSUB"))
+        .sum();
+    sharded + plain
 }
