@@ -4,10 +4,16 @@
 //! up to [`BATCH`] keys per call of the renewal script
 //! ([`scripts::lock::renew`]), which checks the owner field and
 //! re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls pipelined on
-//! the connection. On a cluster a batch holds keys of one hash slot only (a
-//! script may not touch keys of two slots), so a round costs one call per
-//! slot in use, at most 16,384, and the connection spreads the calls over
-//! the masters. Rules:
+//! the connection. On a cluster a round first asks which master serves
+//! which slot (`CLUSTER SLOTS`) and batches the locks by master
+//! ([`scripts::lock::renew_on_node`], a script allowed to touch keys of
+//! every slot of its node), so a round costs about as many calls as on one
+//! node; a lock whose slot the master no longer serves (a migration, a
+//! failover since the map was read) is renewed again in a batch of its own
+//! slot, which the connection routes and redirects like any command. A
+//! server that refuses the per-master script (Redis 6 knows no script
+//! flags) gets per-slot batches from then on: one call per slot in use, up
+//! to 16,384 a round. Rules:
 //!
 //! * A lock the script reports as not ours (key gone, or another owner) is
 //!   dropped from the registry and its guard is told
@@ -28,12 +34,10 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, sleep_until};
 
@@ -41,9 +45,11 @@ use ::metrics::SharedString;
 
 use crate::connection::{Connection, SlotId};
 use crate::lost::{LostReason, LostSignal};
-use crate::metrics::{self, Tally};
-use crate::scripts;
-use crate::scripts::lock::Renewed;
+use crate::metrics;
+
+mod round;
+
+use round::renew_all;
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
@@ -77,6 +83,9 @@ struct Shared {
     /// The lease sent with each renewal: the timeout rounded *up* to whole
     /// milliseconds, so Redis never expires a key before our deadline.
     timeout_ms: u64,
+    /// Whether a cluster's rounds batch by master: cleared for good when the
+    /// server refuses the per-master script.
+    per_node: AtomicBool,
 }
 
 struct State {
@@ -113,6 +122,7 @@ impl Watchdog {
             registered: Notify::new(),
             timeout,
             timeout_ms: timeout.as_nanos().div_ceil(1_000_000) as u64,
+            per_node: AtomicBool::new(true),
         });
         tokio::spawn(run(shared.clone(), conn.clone(), stop));
         Watchdog { shared, conn }
@@ -172,19 +182,6 @@ impl Watchdog {
 }
 
 impl Shared {
-    /// The registered locks in batches of up to [`BATCH`], one hash slot
-    /// per batch on a cluster.
-    fn batches(&self) -> Vec<Vec<u64>> {
-        let mut by_slot: HashMap<Option<SlotId>, Vec<u64>> = HashMap::new();
-        for (id, entry) in &self.lock().entries {
-            by_slot.entry(entry.slot).or_default().push(*id);
-        }
-        by_slot
-            .into_values()
-            .flat_map(|ids| ids.chunks(BATCH).map(<[u64]>::to_vec).collect::<Vec<_>>())
-            .collect()
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock is held cannot leave an entry half-updated
         // (every update is one insert, remove or field store), so a poisoned
@@ -258,130 +255,6 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
             _ = shared.registered.notified() => {}
         }
     }
-}
-
-/// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
-/// returns false if any batch failed.
-async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
-    let batches_of_ids = shared.batches();
-    let mut chunks = batches_of_ids.iter().map(Vec::as_slice);
-    let mut batches = FuturesUnordered::new();
-    let mut all_ok = true;
-    loop {
-        while batches.len() < IN_FLIGHT {
-            let Some(chunk) = chunks.next() else { break };
-            batches.push(renew_batch(&shared, conn.clone(), chunk));
-        }
-        match batches.next().await {
-            Some(ok) => all_ok &= ok,
-            None => return all_ok,
-        }
-    }
-}
-
-/// A lock of a renewal batch: id, name, owner field, metrics label.
-type Batched = (u64, Arc<str>, Arc<str>, SharedString);
-
-/// Renews the locks of `chunk` still registered, in one call; returns false
-/// if the call failed.
-async fn renew_batch(shared: &Shared, conn: Connection, chunk: &[u64]) -> bool {
-    // Read the entries just before sending: a lock deregistered while
-    // earlier batches were in flight must not be renewed again.
-    let batch: Vec<Batched> = {
-        let entries = &shared.lock().entries;
-        chunk
-            .iter()
-            .filter_map(|id| {
-                entries
-                    .get(id)
-                    .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
-            })
-            .collect()
-    };
-    if batch.is_empty() {
-        return true;
-    }
-    let call = scripts::lock::renew(
-        shared.timeout_ms,
-        batch.iter().map(|(_, key, field, _)| (&**key, &**field)),
-    );
-    let sent_at = Instant::now();
-    match conn.run::<Renewed>(&call).await {
-        Ok(Renewed(renewed)) if renewed.len() == batch.len() => {
-            shared.apply(&batch, &renewed, sent_at);
-            true
-        }
-        Ok(Renewed(renewed)) => {
-            tracing::error!(
-                expected = batch.len(),
-                found = renewed.len(),
-                "renewal script returned the wrong number of results"
-            );
-            failed(&batch);
-            false
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
-            failed(&batch);
-            false
-        }
-    }
-}
-
-impl Shared {
-    /// Records a renewal sent at `sent_at`: `renewed[i]` says whether
-    /// `batch[i]` was still ours.
-    fn apply(&self, batch: &[Batched], renewed: &[bool], sent_at: Instant) {
-        let now = Instant::now();
-        let mut renewals = Tally::default();
-        let mut lost = Vec::new();
-        let mut state = self.lock();
-        let entries = &mut state.entries;
-        for ((id, key, _, label), &ok) in batch.iter().zip(renewed) {
-            if ok {
-                renewals.add(label);
-                // A lock whose deadline passed while this call was in
-                // flight stays lost, whether or not it was reported yet
-                // (`is_lost()` may have answered true already): the key
-                // expires within one timeout of this renewal.
-                match entries.get_mut(id) {
-                    Some(e) if e.deadline <= now => {
-                        e.lost.set(LostReason::RenewalFailed);
-                        lost.push((key, label, LostReason::RenewalFailed));
-                        entries.remove(id);
-                    }
-                    Some(e) => e.deadline = sent_at + self.timeout,
-                    None => {}
-                }
-            } else if let Some(e) = entries.remove(id) {
-                e.lost.set(LostReason::OwnerChanged);
-                lost.push((key, label, LostReason::OwnerChanged));
-            }
-        }
-        // Reported after the lock is let go: acquires and unlocks take it.
-        drop(state);
-        for (key, label, reason) in lost {
-            match reason {
-                LostReason::OwnerChanged => {
-                    tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
-                }
-                _ => {
-                    tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
-                }
-            }
-            metrics::lost(label, reason);
-        }
-        renewals.record(metrics::renewals);
-    }
-}
-
-/// Counts a failed renewal of every lock in `batch`.
-fn failed(batch: &[Batched]) {
-    let mut failures = Tally::default();
-    for (_, _, _, label) in batch {
-        failures.add(label);
-    }
-    failures.record(metrics::renewal_failures);
 }
 
 #[cfg(test)]

@@ -12,6 +12,22 @@ use tokio::sync::mpsc;
 use super::{Node, PubSubMode, Publish, Pushes, Timeouts};
 use crate::error::Error;
 
+/// Hash slots in a Redis Cluster.
+pub(super) const SLOTS: u16 = 16384;
+
+/// The hash slot of `key`: CRC16 (XMODEM) of its hash tag, the part
+/// between the first `{` and the next `}` when not empty, or of the whole
+/// key, modulo [`SLOTS`]. As redis-rs routes (its `Slot::for_key`, which
+/// does not say the number) and Redis serves.
+pub(super) fn slot_of(key: &[u8]) -> u16 {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tag.unwrap_or(key)) % SLOTS
+}
+
 /// A cluster connection. Cheap to clone.
 #[derive(Clone)]
 pub(super) struct Cluster {
@@ -112,22 +128,10 @@ impl Cluster {
     /// The masters, from `CLUSTER SLOTS`: the first node of each slot
     /// range.
     pub(super) async fn masters(&self) -> Result<Vec<Node>, RedisError> {
-        let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query_async(&mut self.conn())
-            .await?;
         let mut masters: Vec<Node> = Vec::new();
-        for range in ranges {
-            let Some(Value::Array(master)) = range.get(2) else {
-                continue;
-            };
-            let (Some(host), Some(port)) = (master.first(), master.get(1)) else {
-                continue;
-            };
-            let host: String = FromRedisValue::from_redis_value_ref(host)?;
-            let port: u16 = FromRedisValue::from_redis_value_ref(port)?;
+        for (_, _, address) in self.slot_ranges().await? {
             let node = Node {
-                address: Some(format!("{host}:{port}")),
+                address: Some(address),
             };
             if !masters.contains(&node) {
                 masters.push(node);
@@ -135,6 +139,34 @@ impl Cluster {
         }
         masters.sort_by(|a, b| a.address.cmp(&b.address));
         Ok(masters)
+    }
+
+    /// `CLUSTER SLOTS`, from whichever node answers: each range of slots,
+    /// first and last, with its master's `host:port`.
+    pub(super) async fn slot_ranges(&self) -> Result<Vec<(u16, u16, String)>, RedisError> {
+        let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut self.conn())
+            .await?;
+        let mut out = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let (Some(start), Some(end), Some(Value::Array(master))) =
+                (range.first(), range.get(1), range.get(2))
+            else {
+                continue;
+            };
+            let (Some(host), Some(port)) = (master.first(), master.get(1)) else {
+                continue;
+            };
+            let host: String = FromRedisValue::from_redis_value_ref(host)?;
+            let port: u16 = FromRedisValue::from_redis_value_ref(port)?;
+            out.push((
+                FromRedisValue::from_redis_value_ref(start)?,
+                FromRedisValue::from_redis_value_ref(end)?,
+                format!("{host}:{port}"),
+            ));
+        }
+        Ok(out)
     }
 
     pub(super) async fn query_on<T: FromRedisValue>(
@@ -199,5 +231,25 @@ impl Cluster {
             .query_async(&mut self.conn())
             .await?;
         self.subscribe(channel, publish).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::cluster_routing::Slot;
+
+    use super::*;
+
+    #[test]
+    fn slot_of_agrees_with_redis_rs_and_redis() {
+        // CLUSTER KEYSLOT answers: foo 12182, bar 5061.
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"{bar}:x"), 5061);
+        for key in [
+            "", "a", "{}", "{}x", "x{y}z", "{a}{b}", "orders:1", "{", "}{", "\u{e9}",
+        ] {
+            let slot = slot_of(key.as_bytes());
+            assert_eq!(Slot::new(slot), Some(Slot::for_key(key)), "{key:?}");
+        }
     }
 }

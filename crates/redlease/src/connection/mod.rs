@@ -92,7 +92,28 @@ enum Backend {
 
 /// A cluster hash slot, to group keys by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct SlotId(#[cfg(feature = "cluster")] redis::cluster_routing::Slot);
+pub(crate) struct SlotId(#[cfg(feature = "cluster")] u16);
+
+/// Which master serves each hash slot, as a cluster last said: for
+/// grouping keys by node. Nodes are numbered in no particular order.
+#[derive(Debug, Default)]
+pub(crate) struct SlotNodes {
+    #[cfg(feature = "cluster")]
+    node: Vec<Option<u16>>,
+}
+
+impl SlotNodes {
+    /// The node that serves `slot`, if the map has one.
+    pub(crate) fn node_of(&self, slot: SlotId) -> Option<u16> {
+        #[cfg(feature = "cluster")]
+        return self.node.get(usize::from(slot.0)).copied().flatten();
+        #[cfg(not(feature = "cluster"))]
+        {
+            let _ = slot;
+            None
+        }
+    }
+}
 
 /// One node of the deployment, as far as a scan of its keys goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -225,7 +246,34 @@ impl Connection {
         match &self.backend {
             Backend::Single(_) => None,
             #[cfg(feature = "cluster")]
-            Backend::Cluster(_) => Some(SlotId(redis::cluster_routing::Slot::for_key(key))),
+            Backend::Cluster(_) => Some(SlotId(cluster::slot_of(key.as_bytes()))),
+        }
+    }
+
+    /// Which master serves each slot, asked of the cluster now (one
+    /// `CLUSTER SLOTS`); `None` on one node.
+    pub(crate) async fn slot_nodes(&self) -> Result<Option<SlotNodes>, RedisError> {
+        match &self.backend {
+            Backend::Single(_) => Ok(None),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => {
+                let ranges = cluster.slot_ranges().await?;
+                let mut addresses: Vec<&str> = Vec::new();
+                let mut node = vec![None; usize::from(cluster::SLOTS)];
+                for (start, end, address) in &ranges {
+                    let index = match addresses.iter().position(|a| a == address) {
+                        Some(i) => i,
+                        None => {
+                            addresses.push(address);
+                            addresses.len() - 1
+                        }
+                    };
+                    for slot in *start..=(*end).min(cluster::SLOTS - 1) {
+                        node[usize::from(slot)] = u16::try_from(index).ok();
+                    }
+                }
+                Ok(Some(SlotNodes { node }))
+            }
         }
     }
 

@@ -255,15 +255,89 @@ pub(crate) fn renew<'a>(
     call
 }
 
-/// What a renewal answered: whether each lock of the batch, in order, was
-/// still ours and renewed.
+pub(super) static RENEW_ON_NODE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("renew_on_node", &[RENEW_ON_NODE_SRC]));
+// The flag lets one call touch keys of every slot its node serves; a key
+// the node does not serve (its slot moved, or is moving) fails its `pcall`
+// instead of the whole call.
+const RENEW_ON_NODE_SRC: &str = r"#!lua flags=allow-cross-slot-keys
+local renewed = {}
+for i = 2, #ARGV, 2 do
+    local held = redis.pcall('hexists', ARGV[i], ARGV[i + 1])
+    if type(held) == 'table' then
+        renewed[#renewed + 1] = -1
+    elseif held == 1 then
+        redis.call('pexpire', ARGV[i], ARGV[1])
+        renewed[#renewed + 1] = 1
+    else
+        renewed[#renewed + 1] = 0
+    end
+end
+return renewed
+";
+
+/// Owner-checked renewal of a batch of locks of any slots served by one
+/// cluster node, for the watchdog on a cluster: `locks` are `(lock name,
+/// owner field)`, at least one.
+///
+/// * KEYS\[1\]: the first lock's key, which routes the call to its node
+///   (the only key declared: declared keys must share a slot).
+/// * ARGV\[1\]: the lease in milliseconds; ARGV\[2i\] and ARGV\[2i + 1\]: the
+///   key and owner field of lock i (the first lock included).
+/// * Returns an array of n integers, read by [`Renewed`]: `1` renewed, `0`
+///   no longer ours (as [`renew`]), `-1` not renewed here: the node does
+///   not serve the key's slot (it moved, or is moving), the key has the
+///   wrong type, or the server refused the access; the caller renews
+///   those with [`renew`], which follows the slot.
+///
+/// Needs Redis 7 (script flags). The slot map the caller groups by may be
+/// stale: that costs a second call for the keys concerned, never a wrong
+/// answer, because each key is checked where the call runs.
+pub(crate) fn renew_on_node<'a>(
+    lease_ms: u64,
+    locks: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> ScriptCall {
+    let mut call = ScriptCall::new(&RENEW_ON_NODE).arg(lease_ms);
+    let mut first = true;
+    for (name, field) in locks {
+        if first {
+            call = call.key(name);
+            first = false;
+        }
+        call = call.arg(name).arg(field);
+    }
+    call
+}
+
+/// What one lock's renewal answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// Still ours; its expiry was reset to the lease.
+    Renewed,
+    /// No longer ours: the key is gone or has another owner.
+    NotOurs,
+    /// Not renewed by this call ([`renew_on_node`] only): renew it again
+    /// where its slot is served.
+    Elsewhere,
+}
+
+/// What a renewal answered for each lock of the batch, in order.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Renewed(pub(crate) Vec<bool>);
+pub(crate) struct Renewed(pub(crate) Vec<Renewal>);
 
 impl FromRedisValue for Renewed {
     fn from_redis_value(v: Value) -> Result<Renewed, ParsingError> {
         let flags: Vec<i64> = FromRedisValue::from_redis_value(v)?;
-        Ok(Renewed(flags.into_iter().map(|f| f == 1).collect()))
+        flags
+            .into_iter()
+            .map(|f| match f {
+                1 => Ok(Renewal::Renewed),
+                0 => Ok(Renewal::NotOurs),
+                -1 => Ok(Renewal::Elsewhere),
+                other => Err(format!("unexpected renewal result {other}").into()),
+            })
+            .collect::<Result<_, _>>()
+            .map(Renewed)
     }
 }
 
@@ -327,6 +401,22 @@ mod tests {
         assert_eq!(keys, ["a", "b"]);
         assert_eq!(args, ["10", "u:1", "u:2"]);
         let renewed = Renewed::from_redis_value(Value::Array(vec![int(1), int(0)]));
-        assert_eq!(renewed, Ok(Renewed(vec![true, false])));
+        assert_eq!(
+            renewed,
+            Ok(Renewed(vec![Renewal::Renewed, Renewal::NotOurs]))
+        );
+    }
+
+    #[test]
+    fn renew_on_node_routes_by_the_first_key_and_packs_every_lock_in_argv() {
+        let (keys, args) = packed(&renew_on_node(10, [("a", "u:1"), ("b", "u:2")]));
+        assert_eq!(keys, ["a"]);
+        assert_eq!(args, ["10", "a", "u:1", "b", "u:2"]);
+        let renewed = Renewed::from_redis_value(Value::Array(vec![int(-1), int(1)]));
+        assert_eq!(
+            renewed,
+            Ok(Renewed(vec![Renewal::Elsewhere, Renewal::Renewed]))
+        );
+        assert!(Renewed::from_redis_value(Value::Array(vec![int(2)])).is_err());
     }
 }

@@ -141,11 +141,12 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 8] = [
+    let scripts: [&'static LazyLock<Lua>; 9] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
         &lock::RENEW,
+        &lock::RENEW_ON_NODE,
         &fair::ACQUIRE,
         &fair::RELEASE,
         &fair::ABANDON,
@@ -184,14 +185,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 8);
+        assert_eq!(listed.len(), 9);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 8);
+        assert_eq!(hashes.len(), 9);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -200,6 +201,7 @@ pub(crate) mod tests {
                 "reenter",
                 "release",
                 "renew",
+                "renew_on_node",
                 "fair_acquire",
                 "fair_release",
                 "fair_abandon",

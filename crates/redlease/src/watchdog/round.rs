@@ -1,0 +1,243 @@
+//! One renewal round: the registered locks in batches (by master, by slot
+//! or all together), sent [`IN_FLIGHT`] at a time, and what each batch's
+//! reply means for its locks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use ::metrics::SharedString;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::Instant;
+
+use super::{BATCH, Entry, IN_FLIGHT, Shared};
+use crate::connection::{Connection, SlotId, SlotNodes};
+use crate::lost::LostReason;
+use crate::metrics::{self, Tally};
+use crate::scripts;
+use crate::scripts::lock::{Renewal, Renewed};
+
+/// The locks of one renewal call.
+struct Batch {
+    ids: Vec<u64>,
+    /// Locks of several slots of one cluster master, for
+    /// [`scripts::lock::renew_on_node`]; else of one slot (or of the one
+    /// node), for [`scripts::lock::renew`].
+    on_node: bool,
+}
+
+/// What a batch's locks share.
+#[derive(PartialEq, Eq, Hash)]
+enum Group {
+    Slot(Option<SlotId>),
+    Node(u16),
+}
+
+impl Shared {
+    /// The registered locks (those of `only`, when given) in batches of up
+    /// to [`BATCH`]: by the master that serves their slot where `nodes`
+    /// says, else by slot on a cluster, else all together.
+    fn batches(&self, only: Option<&[u64]>, nodes: Option<&SlotNodes>) -> Vec<Batch> {
+        let mut groups: HashMap<Group, Vec<u64>> = HashMap::new();
+        let mut add = |id: u64, entry: &Entry| {
+            let node = nodes.zip(entry.slot).and_then(|(n, slot)| n.node_of(slot));
+            let group = node.map_or(Group::Slot(entry.slot), Group::Node);
+            groups.entry(group).or_default().push(id);
+        };
+        let state = self.lock();
+        match only {
+            Some(ids) => {
+                for id in ids {
+                    if let Some(entry) = state.entries.get(id) {
+                        add(*id, entry);
+                    }
+                }
+            }
+            None => {
+                for (id, entry) in &state.entries {
+                    add(*id, entry);
+                }
+            }
+        }
+        drop(state);
+        let mut batches = Vec::new();
+        for (group, ids) in groups {
+            for chunk in ids.chunks(BATCH) {
+                batches.push(Batch {
+                    ids: chunk.to_vec(),
+                    on_node: matches!(group, Group::Node(_)),
+                });
+            }
+        }
+        batches
+    }
+}
+
+/// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
+/// returns false if any batch failed.
+pub(super) async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
+    // Asked every round, so that a round follows the last failover or
+    // migration; one call, against hundreds saved on a cluster.
+    let nodes = if shared.per_node.load(Ordering::Relaxed) {
+        conn.slot_nodes().await.unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "no slot map; renewing by slot");
+            None
+        })
+    } else {
+        None
+    };
+    let batches = shared.batches(None, nodes.as_ref());
+    let (mut all_ok, elsewhere) = renew_batches(&shared, &conn, batches).await;
+    if !elsewhere.is_empty() {
+        let batches = shared.batches(Some(&elsewhere), None);
+        all_ok &= renew_batches(&shared, &conn, batches).await.0;
+    }
+    all_ok
+}
+
+/// Sends `batches`, [`IN_FLIGHT`] at a time: whether all went through, and
+/// the locks to renew again where their slot is served.
+async fn renew_batches(
+    shared: &Shared,
+    conn: &Connection,
+    batches: Vec<Batch>,
+) -> (bool, Vec<u64>) {
+    let mut pending = batches.iter();
+    let mut in_flight = FuturesUnordered::new();
+    let mut all_ok = true;
+    let mut elsewhere = Vec::new();
+    loop {
+        while in_flight.len() < IN_FLIGHT {
+            let Some(batch) = pending.next() else { break };
+            in_flight.push(renew_batch(shared, conn.clone(), batch));
+        }
+        match in_flight.next().await {
+            Some((ok, more)) => {
+                all_ok &= ok;
+                elsewhere.extend(more);
+            }
+            None => return (all_ok, elsewhere),
+        }
+    }
+}
+
+/// A lock of a renewal batch: id, name, owner field, metrics label.
+type Batched = (u64, Arc<str>, Arc<str>, SharedString);
+
+/// Renews the locks of `chunk` still registered, in one call: whether the
+/// call went through, and the locks it could not renew where it ran.
+async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool, Vec<u64>) {
+    // Read the entries just before sending: a lock deregistered while
+    // earlier batches were in flight must not be renewed again.
+    let batch: Vec<Batched> = {
+        let entries = &shared.lock().entries;
+        chunk
+            .ids
+            .iter()
+            .filter_map(|id| {
+                entries
+                    .get(id)
+                    .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
+            })
+            .collect()
+    };
+    if batch.is_empty() {
+        return (true, Vec::new());
+    }
+    let locks = batch.iter().map(|(_, key, field, _)| (&**key, &**field));
+    let call = if chunk.on_node {
+        scripts::lock::renew_on_node(shared.timeout_ms, locks)
+    } else {
+        scripts::lock::renew(shared.timeout_ms, locks)
+    };
+    let sent_at = Instant::now();
+    match conn.run::<Renewed>(&call).await {
+        Ok(Renewed(renewed)) if renewed.len() == batch.len() => {
+            (true, shared.apply(&batch, &renewed, sent_at))
+        }
+        Ok(Renewed(renewed)) => {
+            tracing::error!(
+                expected = batch.len(),
+                found = renewed.len(),
+                "renewal script returned the wrong number of results"
+            );
+            failed(&batch);
+            (false, Vec::new())
+        }
+        Err(err) if chunk.on_node && !crate::error::Error::from(err.clone()).is_transient() => {
+            // Not a network or failover hiccup: this server will not run
+            // the per-master script (Redis 6 has no script flags, or an
+            // ACL). Renew these by slot now, and every lock from now on.
+            if shared.per_node.swap(false, Ordering::Relaxed) {
+                tracing::info!(error = %err, "renewing locks one hash slot per call");
+            }
+            (true, batch.iter().map(|(id, ..)| *id).collect())
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
+            failed(&batch);
+            (false, Vec::new())
+        }
+    }
+}
+
+impl Shared {
+    /// Records a renewal sent at `sent_at`: `renewed[i]` says what became
+    /// of `batch[i]`. Returns the locks to renew again elsewhere.
+    fn apply(&self, batch: &[Batched], renewed: &[Renewal], sent_at: Instant) -> Vec<u64> {
+        let now = Instant::now();
+        let mut renewals = Tally::default();
+        let mut lost = Vec::new();
+        let mut elsewhere = Vec::new();
+        let mut state = self.lock();
+        let entries = &mut state.entries;
+        for ((id, key, _, label), &result) in batch.iter().zip(renewed) {
+            if result == Renewal::Elsewhere {
+                elsewhere.push(*id);
+            } else if result == Renewal::Renewed {
+                renewals.add(label);
+                // A lock whose deadline passed while this call was in
+                // flight stays lost, whether or not it was reported yet
+                // (`is_lost()` may have answered true already): the key
+                // expires within one timeout of this renewal.
+                match entries.get_mut(id) {
+                    Some(e) if e.deadline <= now => {
+                        e.lost.set(LostReason::RenewalFailed);
+                        lost.push((key, label, LostReason::RenewalFailed));
+                        entries.remove(id);
+                    }
+                    Some(e) => e.deadline = sent_at + self.timeout,
+                    None => {}
+                }
+            } else if let Some(e) = entries.remove(id) {
+                e.lost.set(LostReason::OwnerChanged);
+                lost.push((key, label, LostReason::OwnerChanged));
+            }
+        }
+        // Reported after the lock is let go: acquires and unlocks take it.
+        drop(state);
+        for (key, label, reason) in lost {
+            match reason {
+                LostReason::OwnerChanged => {
+                    tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
+                }
+                _ => {
+                    tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
+                }
+            }
+            metrics::lost(label, reason);
+        }
+        renewals.record(metrics::renewals);
+        elsewhere
+    }
+}
+
+/// Counts a failed renewal of every lock in `batch`.
+fn failed(batch: &[Batched]) {
+    let mut failures = Tally::default();
+    for (_, _, _, label) in batch {
+        failures.add(label);
+    }
+    failures.record(metrics::renewal_failures);
+}
