@@ -20,8 +20,9 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Bench {
-    /// Runs compare, handoff, fairness, scale and roundtrips, each with its
-    /// own defaults (what scripts/bench does).
+    /// Runs compare, handoff, fairness, scale, roundtrips, cluster and
+    /// scale --cluster, each with its own defaults (what scripts/bench
+    /// does).
     ///
     /// SECONDS and COUNTS, when given, replace every measurement's own.
     All {
@@ -77,6 +78,19 @@ pub(crate) enum Bench {
         /// Locks held at once, a row each.
         #[arg(value_name = "LOCKS", default_values_t = SCALE.counts.to_vec())]
         counts: Vec<usize>,
+        /// On a private 3-master cluster instead of the single node.
+        #[arg(long)]
+        cluster: bool,
+    },
+    /// On a private 3-master cluster beside the single node: pairs per
+    /// second and Redis CPU per pair by tasks, and the hand-off.
+    Cluster {
+        /// Seconds each measurement runs (each is repeated 3 times).
+        #[arg(default_value_t = CLUSTER.seconds)]
+        seconds: u64,
+        /// Tasks on one client, a row each.
+        #[arg(value_name = "TASKS", default_values_t = CLUSTER.counts.to_vec())]
+        counts: Vec<usize>,
     },
     /// Commands redlease sends per operation, counted by the server.
     Roundtrips,
@@ -95,12 +109,14 @@ pub(crate) enum Bench {
         kind: String,
         seconds: u64,
     },
-    /// One of `scale`'s lock counts (run by the bench itself).
+    /// One of `scale`'s lock counts (run by the bench itself); MASTERS
+    /// are the servers to read statistics from, URL when none.
     #[command(hide = true)]
     ScaleWorker {
         url: String,
         seconds: u64,
         locks: usize,
+        masters: Vec<String>,
     },
 }
 
@@ -126,6 +142,10 @@ const FAIRNESS_SECONDS: u64 = 10;
 const SCALE: Defaults = Defaults {
     seconds: 60,
     counts: &[10_000, 100_000],
+};
+const CLUSTER: Defaults = Defaults {
+    seconds: 3,
+    counts: &[1, 16, 256],
 };
 
 /// A measurement's seconds and counts.
@@ -158,6 +178,8 @@ pub(crate) enum Measurement {
     Fairness { seconds: u64 },
     Scale(Run),
     Roundtrips,
+    Cluster(Run),
+    ClusterScale(Run),
 }
 
 /// `all`: every measurement but throughput, in the order they run, each
@@ -171,6 +193,8 @@ pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
         },
         Measurement::Scale(SCALE.or(seconds, counts)),
         Measurement::Roundtrips,
+        Measurement::Cluster(CLUSTER.or(seconds, counts)),
+        Measurement::ClusterScale(SCALE.or(seconds, counts)),
     ]
 }
 
@@ -199,6 +223,18 @@ mod tests {
             Some(Bench::PairsWorker { url, pairs: 1000 }) if url == "redis://127.0.0.1:1"
         ));
         assert!(matches!(
+            parse(&["scale", "--cluster", "5", "100"]),
+            Some(Bench::Scale { seconds: 5, cluster: true, counts }) if counts == [100]
+        ));
+        assert!(matches!(
+            parse(&["cluster"]),
+            Some(Bench::Cluster { seconds: 3, counts }) if counts == [1, 16, 256]
+        ));
+        assert!(matches!(
+            parse(&["scale-worker", "redis-cluster://h:1", "2", "10", "redis://h:1", "redis://h:2"]),
+            Some(Bench::ScaleWorker { locks: 10, masters, .. }) if masters.len() == 2
+        ));
+        assert!(matches!(
             parse(&["fairness-worker", "redis://h:1", "n", "fair", "2"]),
             Some(Bench::FairnessWorker { kind, seconds: 2, .. }) if kind == "fair"
         ));
@@ -217,10 +253,14 @@ mod tests {
     #[test]
     fn all_gives_every_measurement_the_given_seconds_and_counts() {
         let plan = all(Some(1), &[7]);
-        assert_eq!(plan.len(), 5, "{plan:?}");
+        assert_eq!(plan.len(), 7, "{plan:?}");
         for measurement in &plan {
             match measurement {
-                Measurement::Compare(run) | Measurement::Handoff(run) | Measurement::Scale(run) => {
+                Measurement::Compare(run)
+                | Measurement::Handoff(run)
+                | Measurement::Scale(run)
+                | Measurement::Cluster(run)
+                | Measurement::ClusterScale(run) => {
                     assert_eq!((run.seconds, run.counts.as_slice()), (1, &[7][..]));
                 }
                 Measurement::Fairness { seconds } => assert_eq!(*seconds, 1),

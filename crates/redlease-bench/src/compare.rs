@@ -13,6 +13,7 @@ use crate::chart::{self, Series};
 use crate::handoff::{self, Handoffs, ms};
 use crate::peer::{self, Peer};
 use crate::probe;
+use crate::target::Target;
 use crate::throughput::{self, Reference};
 
 /// Workers contending for one key in the hand-off comparison.
@@ -111,7 +112,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     let handoff_duration = Duration::from_secs(plan.handoff_seconds);
     let mut handoffs = vec![(
         "redlease".to_owned(),
-        Ok(handoff::measure(server, WORKERS - 1, 1, handoff_duration).await),
+        Ok(handoff::measure(Target::Single(server), WORKERS - 1, 1, handoff_duration).await),
     )];
     for peer in &peers {
         handoffs.push((

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use redlease_testkit::RedisServer;
 use tokio::sync::watch;
 
-use crate::probe;
+use crate::target::Target;
 
 /// Clients the waiters are spread over, as several processes would be.
 pub(crate) const CLIENTS: usize = 4;
@@ -31,7 +31,13 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usi
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     for &waiters in waiter_counts {
-        let r = measure(server, waiters, CLIENTS, Duration::from_secs(seconds)).await;
+        let r = measure(
+            Target::Single(server),
+            waiters,
+            CLIENTS,
+            Duration::from_secs(seconds),
+        )
+        .await;
         println!(
             "| {waiters} | {} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} |",
             r.acquisitions,
@@ -89,7 +95,7 @@ struct Board {
 /// `waiters + 1` tasks over `n_clients` clients hand one lock around for
 /// `duration`.
 pub(crate) async fn measure(
-    server: &RedisServer,
+    target: Target<'_>,
     waiters: usize,
     n_clients: usize,
     duration: Duration,
@@ -97,7 +103,7 @@ pub(crate) async fn measure(
     let mut clients = Vec::new();
     for _ in 0..n_clients {
         clients.push(
-            redlease::Client::connect(&server.url())
+            redlease::Client::connect(&target.url())
                 .await
                 .expect("connect"),
         );
@@ -106,7 +112,7 @@ pub(crate) async fn measure(
     let board = Arc::new(Mutex::new(Board::default()));
     let (acquired_tx, acquired_rx) = watch::channel(0u64);
     let acquired_tx = Arc::new(acquired_tx);
-    let commands_before = client_commands(server);
+    let commands_before = client_commands(target);
     let start = Instant::now();
     let mut tasks = Vec::new();
     for task in 0..=waiters {
@@ -165,7 +171,7 @@ pub(crate) async fn measure(
             board.acquisitions,
         )
     };
-    let commands = client_commands(server) - commands_before;
+    let commands = client_commands(target) - commands_before;
     for task in &tasks {
         task.abort();
     }
@@ -185,11 +191,19 @@ pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Commands the server has run for clients (not those run inside
+/// Commands the masters have run for clients (not those run inside
 /// scripts): every command redlease sends is one of these, counted from
 /// `INFO commandstats`.
-pub(crate) fn client_commands(server: &RedisServer) -> u64 {
-    const SENT: [&str; 5] = ["evalsha", "eval", "script|load", "subscribe", "unsubscribe"];
-    let calls = probe::command_calls(&mut server.connection());
+pub(crate) fn client_commands(target: Target<'_>) -> u64 {
+    const SENT: [&str; 7] = [
+        "evalsha",
+        "eval",
+        "script|load",
+        "subscribe",
+        "unsubscribe",
+        "ssubscribe",
+        "sunsubscribe",
+    ];
+    let calls = target.masters().command_calls();
     SENT.iter().filter_map(|name| calls.get(*name)).sum()
 }

@@ -9,7 +9,8 @@
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
 //! cargo run --release -p redlease-bench -- fairness [SECONDS]
-//! cargo run --release -p redlease-bench -- scale [SECONDS] [LOCKS...]
+//! cargo run --release -p redlease-bench -- scale [--cluster] [SECONDS] [LOCKS...]
+//! cargo run --release -p redlease-bench -- cluster [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- roundtrips
 //! cargo run --release -p redlease-bench -- --help
 //! ```
@@ -20,6 +21,7 @@
 
 mod chart;
 mod cli;
+mod cluster;
 mod compare;
 mod fairness;
 mod handoff;
@@ -28,15 +30,17 @@ mod probe;
 mod roundtrips;
 mod scale;
 mod splice;
+mod target;
 mod throughput;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use redlease_testkit::RedisServer;
+use redlease_testkit::{RedisCluster, RedisServer};
 
 use cli::{Bench, Cli, Measurement, Run};
+use target::Target;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -52,7 +56,17 @@ async fn main() -> ExitCode {
         }
         Bench::Handoff { seconds, counts } => vec![Measurement::Handoff(Run { seconds, counts })],
         Bench::Fairness { seconds } => vec![Measurement::Fairness { seconds }],
-        Bench::Scale { seconds, counts } => vec![Measurement::Scale(Run { seconds, counts })],
+        Bench::Scale {
+            seconds,
+            counts,
+            cluster: false,
+        } => vec![Measurement::Scale(Run { seconds, counts })],
+        Bench::Scale {
+            seconds,
+            counts,
+            cluster: true,
+        } => vec![Measurement::ClusterScale(Run { seconds, counts })],
+        Bench::Cluster { seconds, counts } => vec![Measurement::Cluster(Run { seconds, counts })],
         Bench::Roundtrips => vec![Measurement::Roundtrips],
         Bench::Splice { file } => {
             return match splice::splice(&file) {
@@ -80,8 +94,9 @@ async fn main() -> ExitCode {
             url,
             seconds,
             locks,
+            masters,
         } => {
-            scale::worker(&url, seconds, locks).await;
+            scale::worker(&url, seconds, locks, &masters).await;
             return ExitCode::SUCCESS;
         }
     };
@@ -90,9 +105,11 @@ async fn main() -> ExitCode {
 }
 
 /// Runs the measurements of `plan`, in its order, against one private
-/// server.
+/// server, and a private 3-master cluster for those that need one.
 async fn measure(plan: Vec<Measurement>) {
     let server = RedisServer::start();
+    // Started at the first measurement that needs it, once.
+    let mut cluster: Option<RedisCluster> = None;
     println!(
         "redis-server {}, {} cores\n",
         redis_version(),
@@ -117,10 +134,27 @@ async fn measure(plan: Vec<Measurement>) {
             }
             Measurement::Handoff(run) => handoff::run(&server, run.seconds, &run.counts).await,
             Measurement::Fairness { seconds } => fairness::run(&server, seconds),
-            Measurement::Scale(run) => scale::run(&server, run.seconds, &run.counts),
+            Measurement::Scale(run) => {
+                scale::run(Target::Single(&server), run.seconds, &run.counts)
+            }
             Measurement::Roundtrips => roundtrips::run(&server, &[1, 100, 101, 1000]).await,
+            Measurement::Cluster(run) => {
+                cluster::run(&server, started(&mut cluster), run.seconds, &run.counts).await;
+            }
+            Measurement::ClusterScale(run) => {
+                scale::run(
+                    Target::Cluster(started(&mut cluster)),
+                    run.seconds,
+                    &run.counts,
+                );
+            }
         }
     }
+}
+
+/// The private cluster, started on first use: 3 masters, no replicas.
+fn started(cluster: &mut Option<RedisCluster>) -> &RedisCluster {
+    cluster.get_or_insert_with(|| RedisCluster::start(3, 0))
 }
 
 fn redis_version() -> String {

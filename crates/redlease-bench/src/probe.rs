@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Commands a client sends that a script cannot run. Every other command in
 /// `INFO commandstats` was run by redlease's scripts inside Redis: redlease
 /// sends nothing but scripts, (un)subscriptions and its connection set-up.
-const SENT: [&str; 18] = [
+const SENT: [&str; 20] = [
     "eval",
     "evalsha",
     "eval_ro",
@@ -18,6 +18,8 @@ const SENT: [&str; 18] = [
     "script|exists",
     "subscribe",
     "unsubscribe",
+    "ssubscribe",
+    "sunsubscribe",
     "psubscribe",
     "punsubscribe",
     "hello",

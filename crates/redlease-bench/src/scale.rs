@@ -32,16 +32,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use redlease_testkit::RedisServer;
+use redlease_testkit::key_slot;
 
 use crate::probe;
 use crate::roundtrips::{acquire_all, release_all};
+use crate::target::{Masters, Target};
 
 /// How often the worker samples the server's `EVALSHA` count.
 const SAMPLE: Duration = Duration::from_millis(100);
 
 /// Prints the watchdog-at-scale tables: `seconds` of holding per count.
-pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
+pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
     let exe = std::env::current_exe().expect("own path");
     let reports: Vec<(usize, Report)> = counts
         .iter()
@@ -49,10 +50,11 @@ pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
             let out = Command::new(&exe)
                 .args([
                     "scale-worker",
-                    &server.url(),
+                    &target.url(),
                     &seconds.to_string(),
                     &n.to_string(),
                 ])
+                .args(target.master_urls())
                 .stdout(Stdio::piped())
                 .output()
                 .expect("start scale worker");
@@ -62,8 +64,12 @@ pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
         })
         .collect();
 
+    let on = match target {
+        Target::Single(_) => String::new(),
+        Target::Cluster(_) => format!(" on a cluster of {}", target.label()),
+    };
     println!(
-        "## Watchdog at scale: locks held by one client, default watchdog (30 s lease, renewed every 10 s), {seconds} s hold\n"
+        "## Watchdog at scale{on}: locks held by one client, default watchdog (30 s lease, renewed every 10 s), {seconds} s hold\n"
     );
     println!(
         "| locks | acquire (256 in flight) | client RSS per lock, held | at end of hold | client CPU over hold (user+sys) | share of one core | Redis memory per lock | release (256 in flight) |"
@@ -86,17 +92,22 @@ pub(crate) fn run(server: &RedisServer, seconds: u64, counts: &[usize]) {
     }
     println!();
     println!(
-        "| locks | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected ceil(N/100) | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
+        "| locks | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(locks/100) per slot, summed | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
         SAMPLE.as_millis()
     );
-    println!("|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
+    println!("|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
     for (n, r) in &reports {
         println!(
-            "| {n} | {:.0} | {:.0} .. {:.0} | {} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
+            "| {n} | {} | {:.0} | {:.0} .. {:.0} | {:.0} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
+            if matches!(target, Target::Single(_)) {
+                "1 (no cluster)".to_owned()
+            } else {
+                format!("{:.0}", r.slots)
+            },
             r.rounds,
             r.round_min,
             r.round_max,
-            n.div_ceil(100),
+            r.expected_calls,
             r.evalsha / r.hold_s,
             if r.round_calls > 0.0 {
                 *n as f64 * r.rounds / r.round_calls
@@ -140,10 +151,15 @@ struct Report {
     keys_bad: f64,
     pttl_min_ms: f64,
     pttl_max_ms: f64,
+    /// Distinct hash slots of the lock names.
+    slots: f64,
+    /// Renewal calls a round needs: ceil(locks / 100) per slot, summed (on
+    /// one node, all names count as one slot).
+    expected_calls: f64,
 }
 
 impl Report {
-    fn fields(&mut self) -> [(&'static str, &mut f64); 20] {
+    fn fields(&mut self) -> [(&'static str, &mut f64); 22] {
         [
             ("acquire_s", &mut self.acquire_s),
             ("hold_s", &mut self.hold_s),
@@ -165,6 +181,8 @@ impl Report {
             ("keys_bad", &mut self.keys_bad),
             ("pttl_min_ms", &mut self.pttl_min_ms),
             ("pttl_max_ms", &mut self.pttl_max_ms),
+            ("slots", &mut self.slots),
+            ("expected_calls", &mut self.expected_calls),
         ]
     }
 
@@ -192,13 +210,24 @@ impl Report {
     }
 }
 
-/// The worker process: `scale-worker URL SECONDS LOCKS`.
-pub(crate) async fn worker(url: &str, seconds: u64, n: usize) {
+/// The worker process: `scale-worker URL SECONDS LOCKS [MASTER...]`, where
+/// the masters are `redis://` URLs of the servers to read statistics from
+/// (URL itself when none are given).
+pub(crate) async fn worker(url: &str, seconds: u64, n: usize, masters: &[String]) {
     let hold = Duration::from_secs(seconds);
-    let redis_client = redis::Client::open(url).expect("url");
-    let mut stats = redis_client.get_connection().expect("connect");
+    let master_urls = if masters.is_empty() {
+        vec![url.to_owned()]
+    } else {
+        masters.to_vec()
+    };
+    let mut stats = Masters::connect(&master_urls);
     // The first renewal must meet no NOSCRIPT.
-    probe::load_scripts(&mut stats);
+    for url in &master_urls {
+        let mut conn = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .expect("connect");
+        probe::load_scripts(&mut conn);
+    }
     let client = redlease::Client::connect(url).await.expect("connect");
     probe::warm_up(&client, "bench:scale:warmup").await;
     probe::cpu_time(); // asks getconf once, before anything is measured
@@ -206,23 +235,33 @@ pub(crate) async fn worker(url: &str, seconds: u64, n: usize) {
 
     tokio::time::sleep(Duration::from_millis(200)).await;
     r.rss_base = probe::memory("VmRSS") as f64;
-    r.redis_base = probe::info_field(&mut stats, "memory", "used_memory");
+    r.redis_base = stats.info_field("memory", "used_memory");
     let started = Instant::now();
     let guards = acquire_all(&client, &format!("bench:scale:{n}"), n).await;
     r.acquire_s = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(200)).await;
     r.rss_held = probe::memory("VmRSS") as f64;
-    r.redis_held = probe::info_field(&mut stats, "memory", "used_memory");
+    r.redis_held = stats.info_field("memory", "used_memory");
+    let mut per_slot = std::collections::HashMap::<u16, usize>::new();
+    for guard in &guards {
+        *per_slot.entry(key_slot(guard.name())).or_default() += 1;
+    }
+    r.slots = per_slot.len() as f64;
+    r.expected_calls = if master_urls.len() > 1 {
+        per_slot.values().map(|n| n.div_ceil(100)).sum::<usize>() as f64
+    } else {
+        n.div_ceil(100) as f64
+    };
 
     // The hold: nothing runs but the watchdog and the sampler.
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
         let stop = stop.clone();
-        let mut conn = redis_client.get_connection().expect("connect");
+        let mut conn = Masters::connect(&master_urls);
         std::thread::spawn(move || {
             let mut samples = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                let calls = probe::command_calls(&mut conn);
+                let calls = conn.command_calls();
                 samples.push((Instant::now(), calls.get("evalsha").copied().unwrap_or(0)));
                 std::thread::sleep(SAMPLE);
             }
@@ -283,20 +322,17 @@ pub(crate) async fn worker(url: &str, seconds: u64, n: usize) {
         .filter(|g| pin!(g.lost()).poll(&mut cx).is_ready())
         .count() as f64;
     let (mut bad, mut min, mut max) = (0u64, i64::MAX, i64::MIN);
-    for chunk in guards.chunks(1000) {
-        let mut pipe = redis::pipe();
-        for guard in chunk {
-            pipe.cmd("HEXISTS").arg(guard.name()).arg(guard.owner());
-            pipe.cmd("PTTL").arg(guard.name());
-        }
-        let replies: Vec<i64> = pipe.query(&mut stats).expect("check keys");
-        for pair in replies.chunks(2) {
-            if pair[0] != 1 || pair[1] < 0 {
-                bad += 1;
-            } else {
-                min = min.min(pair[1]);
-                max = max.max(pair[1]);
-            }
+    let names: Vec<&str> = guards.iter().map(|g| g.name()).collect();
+    let replies = stats.per_key(&names, 2, |pipe, i| {
+        pipe.cmd("HEXISTS").arg(names[i]).arg(guards[i].owner());
+        pipe.cmd("PTTL").arg(names[i]);
+    });
+    for pair in replies.chunks(2) {
+        if pair[0] != 1 || pair[1] < 0 {
+            bad += 1;
+        } else {
+            min = min.min(pair[1]);
+            max = max.max(pair[1]);
         }
     }
     r.keys_bad = bad as f64;
@@ -307,15 +343,13 @@ pub(crate) async fn worker(url: &str, seconds: u64, n: usize) {
     let started = Instant::now();
     release_all(guards).await;
     r.release_s = started.elapsed().as_secs_f64();
-    let mut left = 0u64;
-    for chunk in names.chunks(1000) {
-        let mut pipe = redis::pipe();
-        for name in chunk {
-            pipe.cmd("EXISTS").arg(name);
-        }
-        let exists: Vec<u64> = pipe.query(&mut stats).expect("check keys");
-        left += exists.iter().sum::<u64>();
-    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let left: i64 = stats
+        .per_key(&names, 1, |pipe, i| {
+            pipe.cmd("EXISTS").arg(names[i]);
+        })
+        .iter()
+        .sum();
     assert_eq!(left, 0, "{left} lock keys left after unlocking");
     r.print();
 }
