@@ -92,7 +92,7 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
     }
     println!();
     println!(
-        "| locks | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(locks/100) per slot, summed | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
+        "| locks | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(locks/100) per master, summed | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
         SAMPLE.as_millis()
     );
     println!("|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
@@ -153,8 +153,7 @@ struct Report {
     pttl_max_ms: f64,
     /// Distinct hash slots of the lock names.
     slots: f64,
-    /// Renewal calls a round needs: ceil(locks / 100) per slot, summed (on
-    /// one node, all names count as one slot).
+    /// Renewal calls a round needs: ceil(locks / 100) per master, summed.
     expected_calls: f64,
 }
 
@@ -247,11 +246,11 @@ pub(crate) async fn worker(url: &str, seconds: u64, n: usize, masters: &[String]
         *per_slot.entry(key_slot(guard.name())).or_default() += 1;
     }
     r.slots = per_slot.len() as f64;
-    r.expected_calls = if master_urls.len() > 1 {
-        per_slot.values().map(|n| n.div_ceil(100)).sum::<usize>() as f64
-    } else {
-        n.div_ceil(100) as f64
-    };
+    r.expected_calls = stats
+        .per_master(guards.iter().map(|g| g.name()))
+        .iter()
+        .map(|n| n.div_ceil(100))
+        .sum::<usize>() as f64;
 
     // The hold: nothing runs but the watchdog and the sampler.
     let stop = Arc::new(AtomicBool::new(false));

@@ -129,6 +129,15 @@ impl Masters {
             .sum()
     }
 
+    /// How many of `keys` each master serves.
+    pub(crate) fn per_master<'k>(&self, keys: impl Iterator<Item = &'k str>) -> Vec<usize> {
+        let mut counts = vec![0; self.conns.len()];
+        for key in keys {
+            counts[self.slot_owner[usize::from(key_slot(key))]] += 1;
+        }
+        counts
+    }
+
     /// Runs `build(pipe, i)`, which adds `per_key` commands on `keys[i]`,
     /// on the master serving each key, pipelined, and returns the integer
     /// replies in `keys`' order.
