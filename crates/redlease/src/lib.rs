@@ -97,6 +97,8 @@
 //!   facade, under which names and labels.
 //! * `admin.rs`: [`admin`]: forced unlock of any owner's lock, for
 //!   operators.
+//! * `acl.rs`: [`acl`]: the least-privilege Redis ACL rules for locks on
+//!   given name prefixes (`redlease acl`).
 //! * `layout/`: [`layout`]: Redisson's key and channel names and the
 //!   [`LockState`](layout::LockState) model.
 //! * `scripts/`: [`scripts`]: every Lua script, one file per primitive, each
@@ -130,6 +132,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod admin;
 mod backoff;
 mod cancel;

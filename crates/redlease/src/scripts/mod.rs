@@ -161,6 +161,33 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         .collect()
 }
 
+/// Every command the scripts run inside Redis, lowercase and sorted, read
+/// from their sources: `redis.call('x', ...)` and `redis.pcall('x', ...)`,
+/// plus `publish` and `spublish`, which the scripts take as an argument
+/// (see [`Publish`](crate::connection::Publish)). An ACL user needs each
+/// of them ([`crate::acl`]): Redis checks commands run by scripts against
+/// the caller's permissions. The operators' forced unlock counts only with
+/// `admin`.
+pub(crate) fn commands(admin: bool) -> Vec<String> {
+    let mut found: Vec<String> = vec!["publish".to_owned(), "spublish".to_owned()];
+    for (name, _, source) in lua_scripts() {
+        if !admin && name == admin::FORCE_UNLOCK.name {
+            continue;
+        }
+        for call in ["redis.call('", "redis.pcall('"] {
+            for (at, _) in source.match_indices(call) {
+                let rest = &source[at + call.len()..];
+                if let Some(end) = rest.find('\'') {
+                    found.push(rest[..end].to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
 /// The server's clock in milliseconds, in a script (`now`).
 const NOW_MS: &str = r"
 local clock = redis.call('time')
@@ -207,6 +234,33 @@ pub(crate) mod tests {
                 "fair_abandon",
                 "force_unlock"
             ]
+        );
+    }
+
+    #[test]
+    fn commands_are_read_from_every_script() {
+        let locks = commands(false);
+        assert!(
+            !locks.iter().any(|c| c == "hgetall" || c == "type"),
+            "{locks:?}"
+        );
+        let commands = commands(true);
+        for wanted in [
+            "del", "exists", "get", "hexists", "hgetall", "hincrby", "lindex", "lpop", "lrange",
+            "lrem", "pexpire", "pttl", "publish", "rpush", "set", "spublish", "time", "type",
+            "zadd", "zrange", "zrem", "zscore",
+        ] {
+            assert!(
+                commands.iter().any(|c| c == wanted),
+                "{wanted}: {commands:?}"
+            );
+        }
+        // Nothing but command names: no quote, space or parenthesis caught.
+        assert!(
+            commands
+                .iter()
+                .all(|c| c.chars().all(|ch| ch.is_ascii_lowercase())),
+            "{commands:?}"
         );
     }
 
