@@ -123,6 +123,15 @@ impl Error {
     }
 
     pub(crate) fn with_key(mut self, key: &str) -> Error {
+        if self.inner.kind == ErrorKind::Auth && self.inner.key.is_none() {
+            // The server's denial does not say which key or channel it
+            // refused (Redis 7.0); the lock's name tells the operator
+            // which prefix to grant.
+            self.inner.message = format!(
+                "{} (grant the user the rules `redlease acl --prefix PREFIX` prints for a prefix of {key:?})",
+                self.inner.message
+            );
+        }
         self.inner.key = Some(key.to_owned());
         self
     }
@@ -244,8 +253,12 @@ impl From<redis::RedisError> for Error {
             // command's own code, and some codes have no `ServerErrorKind`.
             _ => match err.code() {
                 Some("WRONGTYPE") => ErrorKind::WrongType,
-                Some("NOAUTH" | "WRONGPASS") => ErrorKind::Auth,
+                Some("NOAUTH" | "WRONGPASS" | "NOPERM") => ErrorKind::Auth,
                 Some("READONLY") => ErrorKind::ReadOnly,
+                // An ACL denial inside a script (Redis 7.0): "ERR The user
+                // executing the script can't run this command or
+                // subcommand" (or "... can't publish to the channel ...").
+                Some("ERR") if denied_in_script(&err) => ErrorKind::Auth,
                 _ => ErrorKind::Redis,
             },
         };
@@ -264,6 +277,13 @@ impl From<redis::RedisError> for Error {
         e.inner.source = Some(err);
         e
     }
+}
+
+/// Whether a script's error is the server refusing this user a command,
+/// key or channel the script uses.
+fn denied_in_script(err: &redis::RedisError) -> bool {
+    err.detail()
+        .is_some_and(|d| d.starts_with("The user executing the script can't"))
 }
 
 /// Whether a connection error's text carries a server's refusal of our
