@@ -125,6 +125,16 @@ pub(crate) fn fail(message: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// What to add to an error of `inspect` or `unlock --force`: when the
+/// server refused the user, which rules it lacks.
+pub(crate) fn admin_hint(e: &redlease::Error) -> &'static str {
+    if e.is_auth() {
+        " (inspect and unlock --force need the operators' rules: redlease acl --admin --prefix PREFIX)"
+    } else {
+        ""
+    }
+}
+
 /// Prints `redlease: warning: <message>` on stderr.
 pub(crate) fn warn(message: &str) {
     eprintln!("redlease: warning: {message}");

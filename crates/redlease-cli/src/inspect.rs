@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use redlease::layout::{self, LockState, StateKind};
 
-use crate::connect::{Target, fail};
+use crate::connect::{Target, admin_hint, fail};
 use crate::url_or_default;
 
 /// Lists the locks whose keys match a pattern, with their problems.
@@ -72,7 +72,10 @@ pub(crate) async fn main(url: Option<String>, args: InspectArgs) -> ExitCode {
     let pattern = args.pattern.as_deref().unwrap_or("*");
     let mut scan = match layout::scan(&client, pattern, args.cursor, args.limit).await {
         Ok(scan) => scan,
-        Err(e) => return fail(&target.scrub(&format!("cannot inspect: {e}"))),
+        Err(e) => {
+            let hint = admin_hint(&e);
+            return fail(&target.scrub(&format!("cannot inspect: {e}{hint}")));
+        }
     };
     // Scanning everything, most keys are the application's own data: a
     // wrong_type for each would bury the real problems.

@@ -5,6 +5,7 @@
 //!   their problems (`inspect/`: reading, judging, the table).
 //! * `unlock.rs`: `redlease unlock --force`.
 //! * `audit.rs`: `redlease audit`, the declared-lock audit.
+//! * `acl.rs`: `redlease acl`, a service user's least-privilege ACL line.
 //! * `demo.rs`: `redlease demo`, the stock-deduction demonstration
 //!   (`demo/`: the Redis to use, the shop, the recorder, the summary).
 //! * `connect.rs`: connections from `--url`, and keeping its password out
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod acl;
 mod audit;
 mod connect;
 mod demo;
@@ -32,7 +34,8 @@ mod unlock;
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// Distributed locks on Redis, compatible with Redisson: run a command under
-/// a lock, inspect and force-unlock locks, audit declared locks, and a demo.
+/// a lock, inspect and force-unlock locks, audit declared locks, print a
+/// service's ACL rules, and a demo.
 #[derive(Debug, Parser)]
 #[command(name = "redlease", version, after_help = EXIT_CODES)]
 struct Cli {
@@ -54,6 +57,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Unlock(unlock::UnlockArgs),
     Audit(redlease_audit::cli::AuditArgs),
+    Acl(acl::AclArgs),
     Demo(demo::DemoArgs),
 }
 
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
             Command::Inspect(args) => inspect::main(url, args).await,
             Command::Unlock(args) => unlock::main(url, args).await,
             Command::Audit(args) => audit::main(args),
+            Command::Acl(args) => acl::main(args),
             Command::Demo(args) => demo::main(url, args).await,
         }
     })

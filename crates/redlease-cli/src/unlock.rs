@@ -7,7 +7,7 @@ use std::time::Duration;
 use redlease::admin;
 use redlease::layout::{self, LockState};
 
-use crate::connect::{Target, fail};
+use crate::connect::{Target, admin_hint, fail};
 use crate::{duration, url_or_default};
 
 /// Removes the lock KEY whatever its owner, and wakes its waiters.
@@ -43,7 +43,10 @@ pub(crate) async fn main(url: Option<String>, args: UnlockArgs) -> ExitCode {
         Ok(client) => client,
         Err(message) => return fail(&message),
     };
-    let scrubbed = |e: redlease::Error| target.scrub(&format!("cannot read {:?}: {e}", args.key));
+    let scrubbed = |e: redlease::Error| {
+        let hint = admin_hint(&e);
+        target.scrub(&format!("cannot read {:?}: {e}{hint}", args.key))
+    };
     let before = match admin::lock_state(&client, &args.key).await {
         Ok(state) => state,
         Err(e) => return fail(&scrubbed(e)),
@@ -68,7 +71,10 @@ pub(crate) async fn main(url: Option<String>, args: UnlockArgs) -> ExitCode {
     let removal = admin::force_unlock_if_unchanged(&client, &before, args.any_type).await;
     let removed = match removal {
         Ok(state) => state,
-        Err(e) => return fail(&target.scrub(&format!("cannot unlock {:?}: {e}", args.key))),
+        Err(e) => {
+            let hint = admin_hint(&e);
+            return fail(&target.scrub(&format!("cannot unlock {:?}: {e}{hint}", args.key)));
+        }
     };
     if removed.changed {
         eprint!("{}", describe(&removed, "now found"));
