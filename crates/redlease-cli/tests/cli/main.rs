@@ -1,5 +1,6 @@
 //! Tests of the built `redlease` binary against private Redis servers.
 
+mod acl;
 mod audit;
 mod cluster;
 mod demo;

@@ -12,6 +12,9 @@ mod support;
 #[path = "../../examples/fenced/ledger.rs"]
 mod ledger;
 
+/// A least-privilege ACL user from `redlease::acl`: allowed on its prefix,
+/// refused clearly outside it.
+mod acl;
 /// Exclusion, waiting and busy errors.
 mod acquire;
 /// Cancelled futures and dropped guards.
