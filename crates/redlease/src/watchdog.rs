@@ -231,6 +231,10 @@ type Round = Pin<Box<dyn Future<Output = bool> + Send>>;
 async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<()>) {
     let period = shared.timeout / 3;
     let mut next_round = Instant::now() + period;
+    // Under Sentinel: a switch of master renews at once, so that a lock
+    // that did not reach the promoted replica is reported lost now, not at
+    // the next round.
+    let mut switches = conn.switches();
     let mut round: Option<Round> = None;
     loop {
         let now = Instant::now();
@@ -253,6 +257,12 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
             }
             _ = sleep_until(wake) => {}
             _ = shared.registered.notified() => {}
+            Ok(()) = async { switches.as_mut().expect("guarded by the branch condition").changed().await }, if switches.is_some() => {
+                // A round in flight may be renewing on the old master: start
+                // over on the new one (renewals are idempotent).
+                round = None;
+                next_round = Instant::now();
+            }
         }
     }
 }

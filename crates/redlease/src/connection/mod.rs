@@ -3,9 +3,10 @@
 //! The rest of the crate sees a [`Connection`]: send a script call or a
 //! command, subscribe and unsubscribe, and read release messages as
 //! [`Push`]es. Only this module names redis-rs connection types: behind
-//! the same methods sits one node (`single.rs`, a `ConnectionManager`) or a
+//! the same methods sits one node (`single.rs`, a `ConnectionManager`), a
 //! Redis Cluster (`cluster.rs`, redis-rs's cluster connection, which follows
-//! MOVED and ASK by itself).
+//! MOVED and ASK by itself), or a master under Sentinel (`sentinel.rs`,
+//! which follows the master the sentinels name).
 
 // Without a cluster backend, what only a cluster uses (key routing, the
 // sharded publish) has no reader.
@@ -14,6 +15,7 @@
 #[cfg(feature = "cluster")]
 mod cluster;
 mod pushes;
+mod sentinel;
 mod single;
 pub mod url;
 
@@ -88,6 +90,7 @@ enum Backend {
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]
     Cluster(cluster::Cluster),
+    Sentinel(sentinel::SentinelConn),
 }
 
 /// A cluster hash slot, to group keys by.
@@ -147,6 +150,19 @@ impl Connection {
                 };
                 Ok((conn, pushes))
             }
+            url::Target::Sentinel(target) => {
+                if mode == PubSubMode::Sharded {
+                    return Err(crate::error::Error::invalid(
+                        "sharded pub/sub needs a redis-cluster:// url",
+                    ));
+                }
+                let (conn, pushes) = sentinel::SentinelConn::open(target, timeouts, pushes).await?;
+                let conn = Connection {
+                    backend: Backend::Sentinel(conn),
+                    publish: Publish::Plain,
+                };
+                Ok((conn, pushes))
+            }
             #[cfg(feature = "cluster")]
             url::Target::Cluster(nodes) => {
                 let (cluster, publish, pushes) =
@@ -173,6 +189,13 @@ impl Connection {
             Backend::Single(manager) => invocation.invoke_async(&mut manager.clone()).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.conn()).await,
+            Backend::Sentinel(s) => {
+                s.with(|mut m| {
+                    let invocation = &invocation;
+                    async move { invocation.invoke_async(&mut m).await }
+                })
+                .await
+            }
         }
     }
 
@@ -182,6 +205,10 @@ impl Connection {
             Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cmd.query_async(&mut cluster.conn()).await,
+            Backend::Sentinel(s) => {
+                s.with(|mut m| async move { cmd.query_async(&mut m).await })
+                    .await
+            }
         }
     }
 
@@ -196,6 +223,10 @@ impl Connection {
             Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.query_at_key(cmd, key).await,
+            Backend::Sentinel(s) => {
+                s.with(|mut m| async move { cmd.query_async(&mut m).await })
+                    .await
+            }
         }
     }
 
@@ -214,13 +245,20 @@ impl Connection {
             }
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => Ok(cluster.query_each(pipe).await),
+            Backend::Sentinel(s) => {
+                s.with(|mut m| {
+                    let mut pipe = pipe.clone();
+                    async move { pipe.ignore_errors().query_async(&mut m).await }
+                })
+                .await
+            }
         }
     }
 
     /// The nodes that hold keys: the one node, or a cluster's masters.
     pub(crate) async fn masters(&self) -> Result<Vec<Node>, RedisError> {
         match &self.backend {
-            Backend::Single(_) => Ok(vec![Node { address: None }]),
+            Backend::Single(_) | Backend::Sentinel(_) => Ok(vec![Node { address: None }]),
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.masters().await,
         }
@@ -236,6 +274,10 @@ impl Connection {
             Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.query_on(node, cmd).await,
+            Backend::Sentinel(s) => {
+                s.with(|mut m| async move { cmd.query_async(&mut m).await })
+                    .await
+            }
         }
     }
 
@@ -244,7 +286,7 @@ impl Connection {
     /// may go together.
     pub(crate) fn slot(&self, key: &str) -> Option<SlotId> {
         match &self.backend {
-            Backend::Single(_) => None,
+            Backend::Single(_) | Backend::Sentinel(_) => None,
             #[cfg(feature = "cluster")]
             Backend::Cluster(_) => Some(SlotId(cluster::slot_of(key.as_bytes()))),
         }
@@ -254,7 +296,7 @@ impl Connection {
     /// `CLUSTER SLOTS`); `None` on one node.
     pub(crate) async fn slot_nodes(&self) -> Result<Option<SlotNodes>, RedisError> {
         match &self.backend {
-            Backend::Single(_) => Ok(None),
+            Backend::Single(_) | Backend::Sentinel(_) => Ok(None),
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => {
                 let ranges = cluster.slot_ranges().await?;
@@ -282,6 +324,7 @@ impl Connection {
             Backend::Single(manager) => manager.clone().subscribe(channel).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.subscribe(channel, self.publish).await,
+            Backend::Sentinel(s) => s.manager().await?.subscribe(channel).await,
         }
     }
 
@@ -290,6 +333,7 @@ impl Connection {
             Backend::Single(manager) => manager.clone().unsubscribe(channel).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.unsubscribe(channel, self.publish).await,
+            Backend::Sentinel(s) => s.manager().await?.unsubscribe(channel).await,
         }
     }
 
@@ -299,9 +343,19 @@ impl Connection {
     /// to do on one node.
     pub(crate) async fn resubscribe_moved(&self, channel: &str) -> Result<(), RedisError> {
         match &self.backend {
-            Backend::Single(_) => Ok(()),
+            Backend::Single(_) | Backend::Sentinel(_) => Ok(()),
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => cluster.resubscribe_moved(channel, self.publish).await,
+        }
+    }
+
+    /// The master switches of a connection under Sentinel: the value changes
+    /// at each one (the watchdog renews at once then); `None` for other
+    /// deployments.
+    pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s.switches()),
+            _ => None,
         }
     }
 

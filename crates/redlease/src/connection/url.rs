@@ -15,6 +15,8 @@ pub(crate) enum Target {
     /// cluster URL's credentials.
     #[cfg(feature = "cluster")]
     Cluster(Vec<String>),
+    /// A master under Redis Sentinel.
+    Sentinel(std::sync::Arc<super::sentinel::Target>),
 }
 
 /// The scheme of a cluster URL.
@@ -24,8 +26,13 @@ const CLUSTER_SCHEME: &str = "redis-cluster://";
 /// the `tls-rustls` feature) for one node, into a client speaking RESP3, so
 /// that release notifications arrive as pushes on the command connection;
 /// or `redis-cluster://[user:password@]host:port[,host:port...]` for a
-/// cluster, by its seed nodes.
+/// cluster, by its seed nodes; or `redis-sentinel://[[user]:password@]
+/// host[:port][,host[:port]...][/db]#master-name` (`rediss-sentinel://`)
+/// for a master under Sentinel.
 pub(crate) fn parse(url: &str) -> Result<Target, Error> {
+    if let Some(target) = super::sentinel::parse(url)? {
+        return Ok(Target::Sentinel(target));
+    }
     let invalid =
         |e: redis::RedisError| Error::invalid(format!("invalid redis url {:?}: {e}", redact(url)));
     if url.starts_with("rediss-cluster://") {

@@ -1,0 +1,150 @@
+//! Sentinel URLs: `redis-sentinel://[[user]:password@]host[:port]
+//! [,host[:port]...][/db]#master-name` (the form Lettuce reads), and
+//! `rediss-sentinel://` for TLS to the sentinels and the master alike.
+
+use std::sync::Arc;
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
+
+use super::Target;
+use crate::connection::url::redact;
+use crate::error::Error;
+
+/// The port a sentinel listens on when the URL gives none.
+const SENTINEL_PORT: u16 = 26379;
+
+/// Parses a sentinel URL; `None` when `url` is not one.
+pub(crate) fn parse(url: &str) -> Result<Option<Arc<Target>>, Error> {
+    let (rest, tls) = if let Some(rest) = url.strip_prefix("redis-sentinel://") {
+        (rest, false)
+    } else if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
+        (rest, true)
+    } else {
+        return Ok(None);
+    };
+    let invalid = |why: &str| Error::invalid(format!("invalid redis url {:?}: {why}", redact(url)));
+    let (rest, name) = rest
+        .split_once('#')
+        .ok_or_else(|| invalid("a sentinel url names its master after `#`"))?;
+    if name.is_empty() {
+        return Err(invalid("the master name after `#` is empty"));
+    }
+    // The last `@` ends the credentials, as in `redact`.
+    let (userinfo, hosts) = match rest.rfind('@') {
+        Some(at) => (&rest[..=at], &rest[at + 1..]),
+        None => ("", rest),
+    };
+    let (hosts, path) = match hosts.find(['/', '?']) {
+        Some(end) => hosts.split_at(end),
+        None => (hosts, ""),
+    };
+    let db = match path {
+        "" | "/" => "",
+        _ if path.starts_with('?') => return Err(invalid("a sentinel url takes no options")),
+        _ if path[1..].parse::<u32>().is_ok() => &path[1..],
+        _ => return Err(invalid("the path of a sentinel url is a database number")),
+    };
+    let scheme = if tls { "rediss" } else { "redis" };
+    let mut sentinels = Vec::new();
+    for host in hosts.split(',') {
+        if host.is_empty() {
+            return Err(invalid("a sentinel address is empty"));
+        }
+        // `host`, `host:port`, `[::1]` or `[::1]:port`.
+        let has_port = host.rsplit_once(':').is_some_and(|(h, p)| {
+            !p.is_empty()
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && (!h.contains(':') || h.ends_with(']'))
+        });
+        let address = if has_port {
+            host.to_owned()
+        } else {
+            format!("{host}:{SENTINEL_PORT}")
+        };
+        // The sentinels get no credentials and no database: those are the
+        // master's (sentinels usually have none, and refuse SELECT).
+        let client = redis::Client::open(format!("{scheme}://{address}").as_str())
+            .map_err(|e| invalid(&e.to_string()))?;
+        sentinels.push(client);
+    }
+    let first = hosts.split(',').next().unwrap_or_default();
+    let template = format!("{scheme}://{userinfo}{first}/{db}");
+    let info: ConnectionInfo = template
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| invalid(&e.to_string()))?;
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(ProtocolVersion::RESP3);
+    Ok(Some(Arc::new(Target::new(
+        sentinels,
+        name.to_owned(),
+        info.set_redis_settings(settings),
+    ))))
+}
+
+/// `template` pointed at `host:port`, keeping its TLS, credentials and
+/// database.
+pub(super) fn at(template: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
+    let mut addr = template.addr().clone();
+    match &mut addr {
+        ConnectionAddr::Tcp(h, p)
+        | ConnectionAddr::TcpTls {
+            host: h, port: p, ..
+        } => {
+            *h = host.to_owned();
+            *p = port;
+        }
+        _ => {}
+    }
+    template.clone().set_addr(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Arc<Target> {
+        parse(url).unwrap().unwrap()
+    }
+
+    #[test]
+    fn sentinel_urls_name_sentinels_master_and_db() {
+        let t = target("redis-sentinel://app:pw@a:26380,b,[::1]:1/3#mymaster");
+        assert_eq!(t.name(), "mymaster");
+        let sentinels: Vec<String> = t
+            .sentinels()
+            .iter()
+            .map(|c| c.get_connection_info().addr().to_string())
+            .collect();
+        assert_eq!(sentinels, ["a:26380", "b:26379", "::1:1"]);
+        for c in t.sentinels() {
+            let redis = c.get_connection_info().redis_settings();
+            assert_eq!((redis.db(), redis.password()), (0, None), "no credentials");
+        }
+        let master = at(t.template(), "10.0.0.9", 6390);
+        assert_eq!(master.addr().to_string(), "10.0.0.9:6390");
+        let redis = master.redis_settings();
+        assert_eq!(redis.db(), 3);
+        assert_eq!(redis.username(), Some("app"));
+        assert_eq!(redis.password(), Some("pw"));
+        assert!(parse("redis://a:6379").unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_sentinel_urls_are_invalid_and_hide_the_password() {
+        for url in [
+            "redis-sentinel://a:1",
+            "redis-sentinel://a:1#",
+            "redis-sentinel://a:1,,b:2#m",
+            "redis-sentinel://a:1/x#m",
+            "redis-sentinel://a:1?x=1#m",
+            "redis-sentinel://u:secret@a:1/x#m",
+        ] {
+            let err = parse(url).unwrap_err();
+            assert!(err.is_invalid_argument(), "{url}");
+            assert!(!err.to_string().contains("secret"), "{err}");
+        }
+    }
+}
