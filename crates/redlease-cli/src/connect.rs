@@ -83,7 +83,13 @@ impl Target {
         if self.is_cluster() {
             return self.cluster_connection().await;
         }
-        let client = redis::Client::open(self.url.as_str()).map_err(|e| self.failed(&e))?;
+        // Under Sentinel: the master the sentinels name now.
+        let url = match redlease::url::sentinel_master(&self.url).await {
+            Ok(Some(master)) => master,
+            Ok(None) => self.url.clone(),
+            Err(e) => return Err(self.failed(&e)),
+        };
+        let client = redis::Client::open(url.as_str()).map_err(|e| self.failed(&e))?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT));

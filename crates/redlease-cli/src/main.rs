@@ -43,7 +43,9 @@ struct Cli {
     /// `rediss://` for TLS, verified against the system's CAs (or
     /// SSL_CERT_FILE); `rediss://host:port/#insecure` skips verification.
     /// A cluster by its seed nodes:
-    /// `redis-cluster://[user:password@]host:port[,host:port...]`.
+    /// `redis-cluster://[user:password@]host:port[,host:port...]`. A master
+    /// under Sentinel: `redis-sentinel://[user:password@]host:port
+    /// [,host:port...][/db]#master-name` (the password is the master's).
     /// Defaults to redis://127.0.0.1:6379. The password is never printed.
     #[arg(long, env = "REDIS_URL", global = true, hide_env_values = true)]
     url: Option<String>,

@@ -75,6 +75,39 @@ impl Target {
         }
     }
 
+    /// The current master as a one-node URL with the credentials and
+    /// database of the template.
+    pub(crate) async fn master_url(&self) -> Result<String, Error> {
+        let timeouts = Timeouts {
+            response: Duration::from_secs(5),
+            connect: Duration::from_secs(5),
+        };
+        let monitor = Monitor::start(self.sentinels.clone(), self.name.clone(), timeouts).await?;
+        let master = monitor.known();
+        let info = address::at(&self.template, &master.host, master.port);
+        let scheme = match info.addr() {
+            redis::ConnectionAddr::TcpTls { .. } => "rediss",
+            _ => "redis",
+        };
+        let redis = info.redis_settings();
+        let userinfo = match (redis.username(), redis.password()) {
+            (Some(user), Some(pw)) => format!("{}:{}@", encode(user), encode(pw)),
+            (None, Some(pw)) => format!(":{}@", encode(pw)),
+            (Some(user), None) => format!("{}@", encode(user)),
+            (None, None) => String::new(),
+        };
+        let host = if master.host.contains(':') {
+            format!("[{}]", master.host)
+        } else {
+            master.host.clone()
+        };
+        Ok(format!(
+            "{scheme}://{userinfo}{host}:{}/{}",
+            master.port,
+            redis.db()
+        ))
+    }
+
     #[cfg(test)]
     fn name(&self) -> &str {
         &self.name
@@ -243,6 +276,19 @@ fn read_only_is_a_switch(e: RedisError) -> RedisError {
     } else {
         e
     }
+}
+
+/// `part` percent-encoded for a URL's user information.
+fn encode(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    for b in part.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// The error for a command that found a switch under way.

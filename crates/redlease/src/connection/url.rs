@@ -106,6 +106,29 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
     Ok(Some(nodes))
 }
 
+/// The current master of a sentinel URL (`redis-sentinel://...#name`), as
+/// a one-node URL carrying the URL's credentials and database
+/// (`redis://[user:password@]host:port/db`, `rediss://` for
+/// `rediss-sentinel://`), asked of the sentinels now; `None` when `url` is
+/// not a sentinel URL. For tools that open connections of their own
+/// (`redlease demo`); a [`Client`](crate::Client) follows the master by
+/// itself.
+///
+/// # Errors
+///
+/// As [`Client::connect`](crate::Client::connect) for a sentinel URL: an
+/// invalid URL, no sentinel answering, or none knowing the master's name.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: it only reads; the sentinel connections it made close.
+pub async fn sentinel_master(url: &str) -> Result<Option<String>, Error> {
+    match super::sentinel::parse(url)? {
+        Some(target) => Ok(Some(target.master_url().await?)),
+        None => Ok(None),
+    }
+}
+
 #[cfg(feature = "cluster")]
 fn cluster(_url: &str, seeds: Vec<String>) -> Result<Target, Error> {
     Ok(Target::Cluster(seeds))
