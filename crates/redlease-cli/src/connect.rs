@@ -2,8 +2,10 @@
 //! every message.
 //!
 //! * `connect/plain.rs`: plain connections to one node or to a cluster.
+//! * `connect/tls.rs`: `--tls-ca`, `--tls-cert`, `--tls-key`.
 
 mod plain;
+mod tls;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,20 +14,31 @@ use percent_encoding::percent_decode_str;
 use redis::cluster::ClusterClientBuilder;
 
 pub(crate) use plain::{Plain, is_cluster};
+pub(crate) use tls::{Tls, TlsArgs, is_tls_url};
 
 /// How long to wait for a connection, and for each reply, on the plain
 /// connections the demo uses and on `inspect`'s reader.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A `--url`, with what is needed to print it safely.
+/// A `--url`, with what is needed to print it safely, and the TLS files
+/// its connections use.
 #[derive(Clone, Debug)]
 pub(crate) struct Target {
     url: String,
+    tls: Tls,
 }
 
 impl Target {
     pub(crate) fn new(url: String) -> Target {
-        Target { url }
+        Target {
+            url,
+            tls: Tls::default(),
+        }
+    }
+
+    /// The same URL, with `tls` for every connection made from it.
+    pub(crate) fn with_tls(self, tls: Tls) -> Target {
+        Target { tls, ..self }
     }
 
     /// The URL with its password replaced by `***`.
@@ -53,7 +66,7 @@ impl Target {
         &self,
         watchdog_timeout: Option<Duration>,
     ) -> Result<redlease::Client, String> {
-        let mut builder = redlease::Client::builder(&self.url);
+        let mut builder = self.tls.apply(redlease::Client::builder(&self.url));
         if let Some(timeout) = watchdog_timeout {
             builder = builder.watchdog_timeout(timeout);
         }
@@ -64,12 +77,18 @@ impl Target {
     /// waits for replies as long as [`connection`](Target::connection):
     /// a scan's pipelines are bigger than a lock call's.
     pub(crate) async fn reader(&self) -> Result<redlease::Client, String> {
-        redlease::Client::builder(&self.url)
+        self.tls
+            .apply(redlease::Client::builder(&self.url))
             .response_timeout(TIMEOUT)
             .connection_timeout(TIMEOUT)
             .build()
             .await
             .map_err(|e| self.failed(&e))
+    }
+
+    /// Whether the URL is a TLS one (`rediss://`, `rediss-cluster://`).
+    pub(crate) fn is_tls(&self) -> bool {
+        is_tls_url(&self.url)
     }
 
     /// Whether the URL names a cluster (`redis-cluster://`).
@@ -89,7 +108,11 @@ impl Target {
             Ok(None) => self.url.clone(),
             Err(e) => return Err(self.failed(&e)),
         };
-        let client = redis::Client::open(url.as_str()).map_err(|e| self.failed(&e))?;
+        let client = match self.tls.certificates() {
+            Some(certs) => redis::Client::build_with_tls(url.as_str(), certs),
+            None => redis::Client::open(url.as_str()),
+        };
+        let client = client.map_err(|e| self.failed(&e))?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT));
@@ -104,11 +127,13 @@ impl Target {
         let seeds = redlease::url::cluster_seeds(&self.url)
             .map_err(|e| self.failed(&e))?
             .ok_or_else(|| self.failed(&"not a redis-cluster:// url"))?;
-        let client = ClusterClientBuilder::new(seeds)
+        let mut builder = ClusterClientBuilder::new(seeds)
             .connection_timeout(TIMEOUT)
-            .response_timeout(TIMEOUT)
-            .build()
-            .map_err(|e| self.failed(&e))?;
+            .response_timeout(TIMEOUT);
+        if let Some(certs) = self.tls.certificates() {
+            builder = builder.certs(certs);
+        }
+        let client = builder.build().map_err(|e| self.failed(&e))?;
         let conn = client
             .get_async_connection()
             .await

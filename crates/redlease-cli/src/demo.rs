@@ -22,7 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metrics_util::debugging::Snapshotter;
 use tokio::time::timeout;
 
-use crate::connect::{self, Target, is_cluster};
+use crate::connect::{self, Target, Tls, is_cluster};
 use shop::Shop;
 use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 
@@ -37,7 +37,8 @@ use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 /// one answers, else a private redis-server from PATH on a free port,
 /// stopped at the end. With --cluster, a Redis Cluster instead: the
 /// redis-cluster:// URL of --url or REDIS_URL, else a private cluster of 3
-/// masters. Exits 0 when the locked phase sold exactly the stock, 1
+/// masters. Over TLS with a rediss:// or rediss-cluster:// URL and the
+/// --tls-* options. Exits 0 when the locked phase sold exactly the stock, 1
 /// otherwise.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DemoArgs {
@@ -71,7 +72,8 @@ pub(crate) struct DemoArgs {
     slow_ms: u64,
     /// Always start a private redis-server (with --cluster, a private
     /// cluster) for the run, even when --url, REDIS_URL or a Redis on
-    /// 127.0.0.1:6379 is there.
+    /// 127.0.0.1:6379 is there. Private servers are plain: --tls-* options
+    /// are not used.
     #[arg(long)]
     private: bool,
     /// Run on a Redis Cluster: the redis-cluster://host:port[,host:port...]
@@ -86,11 +88,14 @@ pub(crate) struct DemoArgs {
     json: bool,
 }
 
-pub(crate) async fn main(url: Option<String>, args: DemoArgs) -> ExitCode {
+pub(crate) async fn main(url: Option<String>, tls: Tls, args: DemoArgs) -> ExitCode {
     if let Err(usage) = check_cluster_url(url.as_deref(), &args) {
         return usage;
     }
-    match run(url, args).await {
+    if let Err(usage) = check_tls_url(url.as_deref(), &tls, &args) {
+        return usage;
+    }
+    match run(url, tls, args).await {
         Ok(summary) if summary.locked.exact => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => connect::fail(&e),
@@ -115,7 +120,27 @@ fn check_cluster_url(url: Option<&str>, args: &DemoArgs) -> Result<(), ExitCode>
     ))
 }
 
-async fn run(url: Option<String>, args: DemoArgs) -> Result<Summary, String> {
+/// TLS files need the demo to use a TLS URL of --url or REDIS_URL: they are
+/// a usage error (exit 2) otherwise, never ignored, except with --private,
+/// whose servers are plain and local.
+fn check_tls_url(url: Option<&str>, tls: &Tls, args: &DemoArgs) -> Result<(), ExitCode> {
+    if tls.is_empty() || args.private || url.is_some_and(connect::is_tls_url) {
+        return Ok(());
+    }
+    let url = match url {
+        Some(url) => Target::new(url.to_owned()).redacted(),
+        None => "not given".to_owned(),
+    };
+    Err(crate::usage_error(
+        "demo",
+        format!(
+            "--tls-ca, --tls-cert and --tls-key need a rediss:// or rediss-cluster:// url in \
+             --url or REDIS_URL, but the url is {url}"
+        ),
+    ))
+}
+
+async fn run(url: Option<String>, tls: Tls, args: DemoArgs) -> Result<Summary, String> {
     // A redis-cluster:// URL means a cluster even without --cluster: the
     // keys need its hash tag, and the summary says where they lived.
     let cluster = args.cluster || (!args.private && url.as_deref().is_some_and(is_cluster));
@@ -125,7 +150,11 @@ async fn run(url: Option<String>, args: DemoArgs) -> Result<Summary, String> {
     };
     let snapshotter = recorder::install()?;
     let shop = new_shop(&args, cluster);
-    let target = Target::new(redis.url.clone());
+    let tls = match redis.is_private() {
+        true => Tls::default(),
+        false => tls,
+    };
+    let target = Target::new(redis.url.clone()).with_tls(tls);
     let outcome = tokio::select! {
         outcome = scenario(&target, &args, &shop, &snapshotter) => outcome,
         signal = interrupted() => Err(signal),

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use redlease::layout::{self, LockState, StateKind};
 
 use crate::connect::{Target, admin_hint, fail};
-use crate::url_or_default;
 
 /// Lists the locks whose keys match a pattern, with their problems.
 ///
@@ -63,8 +62,7 @@ impl Report {
     }
 }
 
-pub(crate) async fn main(url: Option<String>, args: InspectArgs) -> ExitCode {
-    let target = Target::new(url_or_default(url));
+pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
     let client = match target.reader().await {
         Ok(client) => client,
         Err(message) => return fail(&message),

@@ -8,8 +8,8 @@
 //! * `acl.rs`: `redlease acl`, a service user's least-privilege ACL line.
 //! * `demo.rs`: `redlease demo`, the stock-deduction demonstration
 //!   (`demo/`: the Redis to use, the shop, the recorder, the summary).
-//! * `connect.rs`: connections from `--url`, and keeping its password out
-//!   of messages.
+//! * `connect.rs`: connections from `--url` and the `--tls-*` files, and
+//!   keeping its password out of messages.
 //! * `duration.rs`: `250ms`, `5s`, `1m30s`, `1h30m`, `0` on the command
 //!   line, in the attribute's grammar.
 //! * `signals.rs`: the signals `run` catches and passes on.
@@ -41,14 +41,17 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 struct Cli {
     /// Redis to talk to: `redis://[user:password@]host:port[/db]`, or
     /// `rediss://` for TLS, verified against the system's CAs (or
-    /// SSL_CERT_FILE); `rediss://host:port/#insecure` skips verification.
-    /// A cluster by its seed nodes:
-    /// `redis-cluster://[user:password@]host:port[,host:port...]`. A master
-    /// under Sentinel: `redis-sentinel://[user:password@]host:port
-    /// [,host:port...][/db]#master-name` (the password is the master's).
+    /// SSL_CERT_FILE), or --tls-ca; `rediss://host:port/#insecure` skips
+    /// verification. A cluster by its seed nodes:
+    /// `redis-cluster://[user:password@]host:port[,host:port...]`, or
+    /// `rediss-cluster://` for TLS. A master under Sentinel:
+    /// `redis-sentinel://[user:password@]host:port[,host:port...][/db]#name`
+    /// (the password is the master's), or `rediss-sentinel://` for TLS.
     /// Defaults to redis://127.0.0.1:6379. The password is never printed.
     #[arg(long, env = "REDIS_URL", global = true, hide_env_values = true)]
     url: Option<String>,
+    #[command(flatten)]
+    tls: connect::TlsArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,7 +71,8 @@ exit codes:
   0    success
   1    an error (redis unreachable, refused, bad data, ...); the message
        says which. unlock: also nothing to remove, or not confirmed
-  2    usage error (bad option, bad duration, missing CMD)
+  2    usage error (bad option, bad duration, missing CMD, a --tls-*
+       file that cannot be read, --tls-* with a plain url)
   run: the command's own exit status (128+N if it died of signal N),
        75 when the lock stayed busy for --wait (see --conflict-exit-code),
        76 when the lock was lost and the command stopped (see
@@ -90,16 +94,79 @@ fn main() -> ExitCode {
         }
     };
     let url = cli.url;
+    // Read before anything connects, and only by the commands that do.
+    let tls = match &cli.command {
+        Command::Audit(_) | Command::Acl(_) => connect::Tls::default(),
+        command => match cli.tls.read() {
+            Ok(tls) => tls,
+            Err(message) => return usage_error(command.name(), message),
+        },
+    };
     runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => run::main(url, args).await,
-            Command::Inspect(args) => inspect::main(url, args).await,
-            Command::Unlock(args) => unlock::main(url, args).await,
+            Command::Run(args) => match with_tls("run", url, tls) {
+                Ok(target) => run::main(target, args).await,
+                Err(usage) => usage,
+            },
+            Command::Inspect(args) => match with_tls("inspect", url, tls) {
+                Ok(target) => inspect::main(target, args).await,
+                Err(usage) => usage,
+            },
+            Command::Unlock(args) => match with_tls("unlock", url, tls) {
+                Ok(target) => unlock::main(target, args).await,
+                Err(usage) => usage,
+            },
             Command::Audit(args) => audit::main(args),
             Command::Acl(args) => acl::main(args),
-            Command::Demo(args) => demo::main(url, args).await,
+            Command::Demo(args) => demo::main(url, tls, args).await,
         }
     })
+}
+
+impl Command {
+    /// The subcommand's name, for its usage line.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Run(_) => "run",
+            Command::Inspect(_) => "inspect",
+            Command::Unlock(_) => "unlock",
+            Command::Audit(_) => "audit",
+            Command::Acl(_) => "acl",
+            Command::Demo(_) => "demo",
+        }
+    }
+}
+
+/// The target of `--url` (or the default) with the TLS files; TLS files
+/// with a URL that is not a TLS one are a usage error, never ignored.
+fn with_tls(
+    subcommand: &str,
+    url: Option<String>,
+    tls: connect::Tls,
+) -> Result<connect::Target, ExitCode> {
+    let url = url_or_default(url);
+    let target = connect::Target::new(url);
+    check_tls_url(subcommand, &target, &tls)?;
+    Ok(target.with_tls(tls))
+}
+
+/// Refuses TLS files for a URL they would not apply to.
+fn check_tls_url(
+    subcommand: &str,
+    target: &connect::Target,
+    tls: &connect::Tls,
+) -> Result<(), ExitCode> {
+    if tls.is_empty() || target.is_tls() {
+        return Ok(());
+    }
+    Err(usage_error(
+        subcommand,
+        format!(
+            "--tls-ca, --tls-cert and --tls-key need a rediss:// or rediss-cluster:// url, but \
+             the url is {}",
+            target.redacted()
+        ),
+    ))
 }
 
 /// Prints `message` as clap prints a usage error of `subcommand` (with

@@ -12,8 +12,8 @@ use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
 use crate::connect::{Target, fail, warn};
+use crate::duration;
 use crate::signals::{self, Caught};
-use crate::{duration, url_or_default};
 
 /// Runs CMD while holding the lock KEY, like flock(1) across machines.
 ///
@@ -97,8 +97,7 @@ enum OnLost {
     Ignore,
 }
 
-pub(crate) async fn main(url: Option<String>, args: RunArgs) -> ExitCode {
-    let target = Target::new(url_or_default(url));
+pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
     // Caught before anything else: from here on a signal is ours to handle,
     // so a lock being acquired or held is always let go.
     let mut caught = match Caught::new() {

@@ -8,7 +8,7 @@ use redlease::admin;
 use redlease::layout::{self, LockState};
 
 use crate::connect::{Target, admin_hint, fail};
-use crate::{duration, url_or_default};
+use crate::duration;
 
 /// Removes the lock KEY whatever its owner, and wakes its waiters.
 ///
@@ -37,8 +37,7 @@ pub(crate) struct UnlockArgs {
     key: String,
 }
 
-pub(crate) async fn main(url: Option<String>, args: UnlockArgs) -> ExitCode {
-    let target = Target::new(url_or_default(url));
+pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
     let client = match target.client(None).await {
         Ok(client) => client,
         Err(message) => return fail(&message),

@@ -14,7 +14,7 @@ pub use node::{ClusterNode, Role};
 pub use slot::{SLOTS, key_slot};
 use view::{NodeLine, Probe, View};
 
-use crate::{ClusterNodeOptions, RedisServer, ServerOptions, StartError};
+use crate::{RedisServer, ServerOptions, StartError};
 
 /// How long forming the cluster, or any change to it, may take before the
 /// kit gives up. A 3+3 cluster settles in a few seconds and a killed master
@@ -92,14 +92,58 @@ impl RedisCluster {
         masters: usize,
         replicas_per_master: usize,
     ) -> Result<RedisCluster, StartError> {
+        RedisCluster::try_start_with(masters, replicas_per_master, ServerOptions::default())
+    }
+
+    /// Starts a cluster like [`start`](RedisCluster::start) whose nodes
+    /// also take `options`: TLS ([`ServerOptions::tls`], which makes the
+    /// nodes talk TLS to each other and report their TLS ports to TLS
+    /// clients; [`tls_url`](RedisCluster::tls_url) names them), a password.
+    /// `options.cluster` defaults to [`ClusterNodeOptions::default`](crate::ClusterNodeOptions::default);
+    /// `replica_of` is not for cluster nodes and is ignored.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster cannot be started: this is a test fixture. Also
+    /// when `masters` is 0.
+    pub fn start_with(
+        masters: usize,
+        replicas_per_master: usize,
+        options: ServerOptions,
+    ) -> RedisCluster {
+        match RedisCluster::try_start_with(masters, replicas_per_master, options) {
+            Ok(cluster) => cluster,
+            Err(StartError::NotInstalled) => panic!(
+                "redis-server is not on PATH; install it (scripts/test does: apt-get install redis-server)"
+            ),
+            Err(e) => panic!("could not start a redis cluster: {e}"),
+        }
+    }
+
+    /// Starts a cluster like [`start_with`](RedisCluster::start_with); for
+    /// programs, which report a failure rather than panic.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_start`](RedisCluster::try_start).
+    ///
+    /// # Panics
+    ///
+    /// When `masters` is 0 or more than 16384.
+    pub fn try_start_with(
+        masters: usize,
+        replicas_per_master: usize,
+        options: ServerOptions,
+    ) -> Result<RedisCluster, StartError> {
         assert!(
             (1..=usize::from(SLOTS)).contains(&masters),
             "a cluster needs 1 to 16384 masters, not {masters}"
         );
         let count = masters * (1 + replicas_per_master);
         let options = ServerOptions {
-            cluster: Some(ClusterNodeOptions::default()),
-            ..ServerOptions::default()
+            cluster: Some(options.cluster.clone().unwrap_or_default()),
+            replica_of: None,
+            ..options
         };
         // Side by side: each node takes 0.1–0.25 s to answer, and a master
         // reports cluster_state:ok no sooner than 2 s after it started
@@ -141,6 +185,24 @@ impl RedisCluster {
     pub fn url(&self) -> String {
         let seeds: Vec<String> = self.masters().map(ClusterNode::address).collect();
         format!("redis-cluster://{}", seeds.join(","))
+    }
+
+    /// `rediss-cluster://127.0.0.1:<t1>,127.0.0.1:<t2>,...`: the current
+    /// masters' TLS ports as seed nodes, for a cluster started with
+    /// [`ServerOptions::tls`].
+    ///
+    /// # Panics
+    ///
+    /// When the cluster was started without TLS.
+    pub fn tls_url(&self) -> String {
+        let seeds: Vec<String> = self
+            .masters()
+            .map(|node| {
+                let port = node.tls_port().expect("a cluster started with tls");
+                format!("127.0.0.1:{port}")
+            })
+            .collect();
+        format!("rediss-cluster://{}", seeds.join(","))
     }
 
     /// `redis://127.0.0.1:<port>` of each current master, for clients that
@@ -213,9 +275,13 @@ impl RedisCluster {
             .members
             .iter()
             .filter(|member| member.running)
-            .filter_map(|member| view.iter().find(|line| line.port == member.server.port()))
-            .map(|line| ClusterNode {
+            .filter_map(|member| {
+                let line = view.iter().find(|line| line.port == member.server.port())?;
+                Some((line, member.server.tls_port()))
+            })
+            .map(|(line, tls_port)| ClusterNode {
                 port: line.port,
+                tls_port,
                 id: line.id.clone(),
                 role: if line.master {
                     Role::Master

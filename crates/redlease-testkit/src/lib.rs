@@ -13,6 +13,9 @@
 //! failovers, kills and slot migrations (held half-way, to provoke `ASK`)
 //! that cluster tests need.
 //!
+//! [`TestCerts`] makes a CA and certificates with `openssl` for servers
+//! that serve TLS ([`ServerOptions::tls`]), mutual TLS included.
+//!
 //! A [`Proxy`] partitions a client from its server; [`signal`] stops,
 //! resumes and kills other processes (test children).
 //!
@@ -27,11 +30,13 @@ mod error;
 mod launch;
 mod proxy;
 mod server;
+mod tls;
 
 pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
 pub use proxy::Proxy;
 pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};
+pub use tls::TestCerts;
 
 use std::process::{Command, Stdio};
 

@@ -36,9 +36,22 @@ pub struct ServerOptions {
     /// Starts the server as a replica of this port on 127.0.0.1.
     pub replica_of: Option<u16>,
     /// Also serves TLS on a port of its own ([`RedisServer::tls_port`]) with
-    /// this certificate and key (PEM files), not asking clients for
-    /// certificates; the plain port stays open for setup and checks.
+    /// this certificate and key (PEM files); the plain port stays open for
+    /// setup and checks. A cluster node ([`cluster`](ServerOptions::cluster))
+    /// then also talks TLS to the other nodes and to its replicas
+    /// (`--tls-cluster yes`, `--tls-replication yes`) and reports its TLS
+    /// port to TLS clients, so that a cluster client can follow it over TLS.
+    /// [`TestCerts`](crate::TestCerts) makes the files.
     pub tls: Option<TlsFiles>,
+    /// The CA certificate (PEM) the TLS server trusts: for client
+    /// certificates, and for the servers it connects to itself (a cluster
+    /// node's peers). By default the certificate of [`tls`](ServerOptions::tls)
+    /// itself, which suits a self-signed one.
+    pub tls_ca: Option<PathBuf>,
+    /// Requires TLS clients to present a certificate signed by
+    /// [`tls_ca`](ServerOptions::tls_ca) (`--tls-auth-clients yes`): mutual
+    /// TLS. Off by default: clients present none.
+    pub tls_auth_clients: bool,
     /// Starts the server as a Redis Cluster node, alone until it is
     /// introduced to others (`CLUSTER MEET`); [`RedisCluster`](crate::RedisCluster)
     /// does that. Cannot be combined with `replica_of`: a cluster node
@@ -64,10 +77,12 @@ impl Default for ClusterNodeOptions {
     }
 }
 
-/// A server certificate and its private key, as PEM files.
+/// A certificate and its private key, as PEM files: a server's, or a
+/// client's for mutual TLS.
 #[derive(Clone, Debug)]
 pub struct TlsFiles {
-    /// The certificate (self-signed is fine; it is also given as the CA).
+    /// The certificate (for a server, self-signed is fine: without
+    /// [`ServerOptions::tls_ca`] it is also given as the CA).
     pub cert: PathBuf,
     /// The private key.
     pub key: PathBuf,
@@ -103,8 +118,8 @@ impl RedisServer {
     /// else [`StartError::Failed`] after a few tries on fresh ports.
     pub fn try_start_with(options: ServerOptions) -> Result<RedisServer, StartError> {
         let mut extra_args = Vec::new();
-        if let Some(password) = options.password {
-            extra_args.extend(["--requirepass".to_owned(), password]);
+        if let Some(password) = &options.password {
+            extra_args.extend(["--requirepass".to_owned(), password.clone()]);
         }
         if let Some(port) = options.replica_of {
             extra_args.extend([
@@ -122,18 +137,7 @@ impl RedisServer {
             let tls_port = match &options.tls {
                 Some(tls) => {
                     let port = free_port()?;
-                    extra_args.extend([
-                        "--tls-port".to_owned(),
-                        port.to_string(),
-                        "--tls-cert-file".to_owned(),
-                        tls.cert.display().to_string(),
-                        "--tls-key-file".to_owned(),
-                        tls.key.display().to_string(),
-                        "--tls-ca-cert-file".to_owned(),
-                        tls.cert.display().to_string(),
-                        "--tls-auth-clients".to_owned(),
-                        "no".to_owned(),
-                    ]);
+                    extra_args.extend(tls_args(port, tls, &options));
                     Some(port)
                 }
                 None => None,
@@ -292,6 +296,36 @@ impl RedisServer {
         }
         ready
     }
+}
+
+/// The arguments that serve TLS on `port` with `tls`, as `options` say.
+fn tls_args(port: u16, tls: &TlsFiles, options: &ServerOptions) -> Vec<String> {
+    let ca = options.tls_ca.as_ref().unwrap_or(&tls.cert);
+    let mut args = vec![
+        "--tls-port".to_owned(),
+        port.to_string(),
+        "--tls-cert-file".to_owned(),
+        tls.cert.display().to_string(),
+        "--tls-key-file".to_owned(),
+        tls.key.display().to_string(),
+        "--tls-ca-cert-file".to_owned(),
+        ca.display().to_string(),
+        "--tls-auth-clients".to_owned(),
+        if options.tls_auth_clients {
+            "yes"
+        } else {
+            "no"
+        }
+        .to_owned(),
+    ];
+    // A TLS cluster that told TLS clients its plain ports (what it does
+    // without `tls-cluster`) could not be followed over TLS. Its nodes
+    // present their server certificate to each other, and check each
+    // other's against `tls_ca`.
+    if options.cluster.is_some() {
+        args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(str::to_owned));
+    }
+    args
 }
 
 impl Drop for RedisServer {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::connection::{self, Connection, PubSubMode, Timeouts};
+use crate::connection::{self, Connection, PubSubMode, Timeouts, TlsOptions};
 use crate::error::Error;
 use crate::name;
 use crate::pubsub::{Subscription, Subscriptions};
@@ -117,7 +117,13 @@ impl Client {
 impl Client {
     /// Connects with default settings (watchdog timeout 30 s).
     ///
-    /// `url` is a redis-rs connection URL: `redis://[user:password@]host:port[/db]`.
+    /// `url` is a redis-rs connection URL for one node,
+    /// `redis://[user:password@]host:port[/db]`, or
+    /// `redis-cluster://[user:password@]host:port[,host:port...]` for a
+    /// Redis Cluster (feature `cluster`, on by default). With the
+    /// `tls-rustls` feature, `rediss://` and `rediss-cluster://` are the
+    /// same over TLS, verified against the system's CAs, or a CA of your
+    /// own given to [`ClientBuilder::tls_ca`].
     ///
     /// # Errors
     ///
@@ -157,6 +163,7 @@ impl Client {
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
             replicas: None,
             pubsub_mode: PubSubMode::Auto,
+            tls: TlsOptions::default(),
         }
     }
 
@@ -200,6 +207,8 @@ pub struct ClientBuilder {
     /// Replicas that must acknowledge an acquire, and for how long to wait.
     replicas: Option<(u32, Duration)>,
     pubsub_mode: PubSubMode,
+    /// Its `Debug` never shows the PEM bytes.
+    tls: TlsOptions,
 }
 
 impl ClientBuilder {
@@ -277,6 +286,84 @@ impl ClientBuilder {
         self
     }
 
+    /// Verifies the server's certificate against `pem` (one or more PEM CA
+    /// certificates) instead of the system's CAs, on a `rediss://` or
+    /// `rediss-cluster://` URL: for a private CA. The certificate must name
+    /// the host of the URL (or of each cluster node, as the cluster reports
+    /// them) as a subject alternative name.
+    ///
+    /// Needs the `tls-rustls` feature and a rustls crypto provider in the
+    /// application (see the crate's features). redis-rs still loads the
+    /// system's CAs first, and fails if they cannot be loaded at all.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is checked here: [`build`](ClientBuilder::build) fails with
+    /// an error for which [`is_invalid_argument`](Error::is_invalid_argument)
+    /// is true when `pem` holds no certificate or does not parse, when the
+    /// URL is not a TLS one (never a silent plaintext connection), or
+    /// without the `tls-rustls` feature. A server whose certificate this CA
+    /// did not sign fails to connect, with an error for which
+    /// [`is_connection`](Error::is_connection) is true.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ca = std::fs::read("/etc/redis/tls/ca.pem")?;
+    /// let client = redlease::Client::builder("rediss://redis.internal:6380")
+    ///     .tls_ca(ca)
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls_ca(mut self, pem: impl Into<Vec<u8>>) -> ClientBuilder {
+        self.tls.set_ca(pem.into());
+        self
+    }
+
+    /// Presents `cert_pem` (the client certificate, then any intermediate
+    /// certificates, PEM) with the private key `key_pem` (PEM: PKCS#8,
+    /// PKCS#1 RSA or SEC1 EC) to a server that asks for one
+    /// (`tls-auth-clients yes`): mutual TLS, on a `rediss://` or
+    /// `rediss-cluster://` URL. Combine with [`tls_ca`](ClientBuilder::tls_ca)
+    /// for a private CA. The key is never printed (not in errors, not in
+    /// this builder's `Debug`).
+    ///
+    /// # Errors
+    ///
+    /// Nothing is checked here: [`build`](ClientBuilder::build) fails with
+    /// an error for which [`is_invalid_argument`](Error::is_invalid_argument)
+    /// is true when either does not parse, when the URL is not a TLS one,
+    /// or without the `tls-rustls` feature. A server that requires a client
+    /// certificate and gets none it trusts closes the connection: an error
+    /// for which [`is_connection`](Error::is_connection) is true.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redlease::Client::builder("rediss://redis.internal:6380")
+    ///     .tls_ca(std::fs::read("/etc/redis/tls/ca.pem")?)
+    ///     .tls_client_cert(
+    ///         std::fs::read("/etc/orders/tls/client.pem")?,
+    ///         std::fs::read("/etc/orders/tls/client.key")?,
+    ///     )
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls_client_cert(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> ClientBuilder {
+        self.tls.set_client_cert(cert_pem.into(), key_pem.into());
+        self
+    }
+
     /// Connects and starts the client's watchdog task on the current Tokio
     /// runtime.
     ///
@@ -284,7 +371,9 @@ impl ClientBuilder {
     ///
     /// As [`Client::connect`]; a watchdog timeout under 30 ms or a zero
     /// timeout gives an error for which
-    /// [`is_invalid_argument`](Error::is_invalid_argument) is true.
+    /// [`is_invalid_argument`](Error::is_invalid_argument) is true, and so
+    /// do TLS options that cannot be used (see
+    /// [`tls_ca`](ClientBuilder::tls_ca)).
     ///
     /// # Cancel safety
     ///
@@ -292,7 +381,7 @@ impl ClientBuilder {
     /// is only started once the connection is made.
     pub async fn build(self) -> Result<Client, Error> {
         let fencing_ttl_ms = self.validate()?;
-        let target = connection::url::parse(&self.url)?;
+        let target = connection::url::parse(&self.url, &self.tls)?;
         let timeouts = Timeouts {
             response: self.response_timeout,
             connect: self.connection_timeout,

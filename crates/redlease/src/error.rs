@@ -222,6 +222,14 @@ impl Error {
     pub fn waited(&self) -> Option<Duration> {
         self.inner.waited
     }
+
+    /// The same error (kind, key, source) with a clearer message, for a
+    /// layer that knows more about the cause than the mapping above (the
+    /// TLS certificate behind a connection error).
+    pub(crate) fn reworded(mut self, message: String) -> Error {
+        self.inner.message = message;
+        self
+    }
 }
 
 impl From<redis::RedisError> for Error {

@@ -65,9 +65,14 @@
 //! * `cluster` (default): `redis-cluster://host:port[,host:port...]` URLs,
 //!   through redis-rs's cluster connection, with sharded pub/sub
 //!   ([`PubSubMode`]).
-//! * `tls-rustls`: `rediss://` URLs (TLS) through rustls. rustls needs a
-//!   crypto provider: the application installs one (the `redlease` command
-//!   line tool uses `ring`).
+//! * `tls-rustls`: `rediss://` and `rediss-cluster://` URLs (TLS) through
+//!   rustls, verified against the system's CAs or a private CA
+//!   ([`ClientBuilder::tls_ca`]), with a client certificate for mutual TLS
+//!   ([`ClientBuilder::tls_client_cert`]). rustls needs exactly one crypto
+//!   provider: the application enables rustls's `ring` or `aws-lc-rs`
+//!   feature, or installs one with `CryptoProvider::install_default`
+//!   (without one, rustls panics on the first TLS connect; the `redlease`
+//!   command line tool enables `ring`).
 //! * `tls-rustls-insecure`: also `rediss://host:port/#insecure`, which skips
 //!   certificate verification, for self-signed test servers only.
 //!
@@ -122,8 +127,8 @@
 //!
 //! * `connection/`: the one place that talks to Redis: one node
 //!   (`single.rs`) or a Redis Cluster (`cluster.rs`, feature `cluster`),
-//!   what their pushes mean (`pushes.rs`), and URL parsing and redaction
-//!   ([`url`]).
+//!   what their pushes mean (`pushes.rs`), URL parsing and redaction
+//!   ([`url`]), and TLS options and rejected certificates (`tls.rs`).
 //! * `pubsub.rs`: release notifications, one shared subscription per
 //!   channel per client, and the rules that keep wake-ups from being lost.
 //! * `watchdog.rs`: the per-client renewal task and its failure rule.

@@ -10,6 +10,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 /// The scheme of a cluster URL, as the library reads it.
 const CLUSTER_SCHEME: &str = "redis-cluster://";
 
+/// The scheme of a cluster URL over TLS.
+const TLS_CLUSTER_SCHEME: &str = "rediss-cluster://";
+
 /// A connection for commands the lock API does not offer: a multiplexed
 /// connection to one node, or a cluster connection, which sends each
 /// command to the master of its key's slot and follows `MOVED` and `ASK`.
@@ -58,9 +61,10 @@ impl ConnectionLike for Plain {
     }
 }
 
-/// Whether `url` names a cluster (`redis-cluster://`).
+/// Whether `url` names a cluster (`redis-cluster://`, or
+/// `rediss-cluster://` over TLS).
 pub(crate) fn is_cluster(url: &str) -> bool {
-    url.starts_with(CLUSTER_SCHEME)
+    url.starts_with(CLUSTER_SCHEME) || url.starts_with(TLS_CLUSTER_SCHEME)
 }
 
 #[cfg(test)]
@@ -70,5 +74,6 @@ mod tests {
     #[test]
     fn cluster_urls_are_told_apart() {
         assert!(is_cluster("redis-cluster://a:1") && !is_cluster("redis://a:1"));
+        assert!(is_cluster("rediss-cluster://a:1") && !is_cluster("rediss://a:1"));
     }
 }

@@ -47,6 +47,11 @@ enum Private {
 }
 
 impl Redis {
+    /// Returns true if and only if the demo started this Redis itself.
+    pub(crate) fn is_private(&self) -> bool {
+        self.private.is_some()
+    }
+
     /// Stops the private server or cluster, if any, and waits for it to exit.
     pub(crate) async fn stop(self) {
         if let Some(private) = self.private {

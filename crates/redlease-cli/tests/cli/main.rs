@@ -7,4 +7,5 @@ mod demo;
 mod inspect;
 mod run;
 mod support;
+mod tls;
 mod unlock;

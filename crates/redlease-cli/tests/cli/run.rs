@@ -448,44 +448,14 @@ fn acl_user_and_password_in_the_url() {
     );
 }
 
-/// A CA, and a certificate for 127.0.0.1 signed by it, made with openssl.
-fn certificates(dir: &std::path::Path) -> (redlease_testkit::TlsFiles, std::path::PathBuf) {
-    let sh = |script: &str| {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    sh(
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=redlease-test-ca",
-    );
-    sh(
-        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 \
-        && printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext \
-        && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext",
-    );
-    let files = redlease_testkit::TlsFiles {
-        cert: dir.join("server.pem"),
-        key: dir.join("server.key"),
-    };
-    (files, dir.join("ca.pem"))
-}
-
+/// `rediss://` verified against the system's CAs (here `SSL_CERT_FILE`,
+/// which rustls reads), refused without them, and not verified at all with
+/// `#insecure`.
 #[test]
 fn rediss_urls_work() {
-    let dir = temp_dir("tls");
-    let (files, ca) = certificates(&dir);
-    let server = RedisServer::start_with(redlease_testkit::ServerOptions {
-        tls: Some(files),
-        ..Default::default()
-    });
+    let certs = redlease_testkit::TestCerts::generate();
+    let ca = &certs.ca;
+    let server = RedisServer::start_with(certs.server_options(false));
     let tls_port = server.tls_port().unwrap();
     let token = |url: &str, ca: Option<&std::path::Path>| {
         let mut cmd = redlease(url);
@@ -504,7 +474,7 @@ fn rediss_urls_work() {
         output(&mut cmd, LIMIT)
     };
     // Verified against our CA.
-    let out = token(&format!("rediss://127.0.0.1:{tls_port}"), Some(&ca));
+    let out = token(&format!("rediss://127.0.0.1:{tls_port}"), Some(ca));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).trim().parse::<u64>().is_ok());
     // Not verifiable without it, unless verification is switched off.

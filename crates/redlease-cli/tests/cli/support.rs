@@ -8,11 +8,14 @@ use std::time::{Duration, Instant};
 
 pub(crate) use redlease_testkit::{RedisCluster, RedisServer};
 
-/// The `redlease` binary against `url`, with no `REDIS_URL` from the
-/// environment and no stdin.
+/// The `redlease` binary against `url`, with no `REDIS_URL` or TLS files
+/// (`REDLEASE_TLS_*`) from the environment and no stdin.
 pub(crate) fn redlease(url: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlease"));
     cmd.env_remove("REDIS_URL")
+        .env_remove("REDLEASE_TLS_CA")
+        .env_remove("REDLEASE_TLS_CERT")
+        .env_remove("REDLEASE_TLS_KEY")
         .arg("--url")
         .arg(url)
         .stdin(Stdio::null());

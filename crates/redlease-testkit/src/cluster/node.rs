@@ -10,6 +10,7 @@ use super::view::short;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterNode {
     pub(super) port: u16,
+    pub(super) tls_port: Option<u16>,
     pub(super) id: String,
     pub(super) role: Role,
     pub(super) master_id: Option<String>,
@@ -29,6 +30,13 @@ impl ClusterNode {
     /// The client port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port on 127.0.0.1, for a cluster started with
+    /// [`ServerOptions::tls`](crate::ServerOptions::tls): what the node
+    /// tells TLS clients (in `CLUSTER SLOTS`, `MOVED` and `ASK`).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// `127.0.0.1:<port>`, as `MOVED` and `ASK` redirections name nodes.

@@ -9,6 +9,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{FromRedisValue, ProtocolVersion, RedisError, Value};
 use tokio::sync::mpsc;
 
+use super::tls::Certificates;
 use super::{Node, PubSubMode, Publish, Pushes, Timeouts};
 use crate::error::Error;
 
@@ -45,10 +46,12 @@ const RETRIES: u32 = 8;
 /// The longest a request may take with its retries, in response timeouts.
 const OVERALL: u32 = 2;
 
-/// Connects to the cluster that `nodes` (seed URLs, `redis://...`) belong
-/// to, and settles the kind of pub/sub.
+/// Connects to the cluster that `nodes` (seed URLs, `redis://...`, or
+/// `rediss://...` with `certs` if any) belong to, and settles the kind of
+/// pub/sub.
 pub(super) async fn open(
     nodes: &[String],
+    certs: Option<&Certificates>,
     timeouts: Timeouts,
     mode: PubSubMode,
     pushes: bool,
@@ -61,6 +64,12 @@ pub(super) async fn open(
         .retries(RETRIES)
         .min_retry_wait(10)
         .max_retry_wait(200);
+    #[cfg(feature = "tls-rustls")]
+    if let Some(certs) = certs {
+        builder = builder.certs(certs.0.clone());
+    }
+    #[cfg(not(feature = "tls-rustls"))]
+    let _ = certs;
     let mut receiver = None;
     if pushes {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -6,7 +6,8 @@
 //! the same methods sits one node (`single.rs`, a `ConnectionManager`), a
 //! Redis Cluster (`cluster.rs`, redis-rs's cluster connection, which follows
 //! MOVED and ASK by itself), or a master under Sentinel (`sentinel.rs`,
-//! which follows the master the sentinels name).
+//! which follows the master the sentinels name), each over TLS as the URL
+//! and `tls.rs` say.
 
 // Without a cluster backend, what only a cluster uses (key routing, the
 // sharded publish) has no reader.
@@ -17,6 +18,7 @@ mod cluster;
 mod pushes;
 mod sentinel;
 mod single;
+mod tls;
 pub mod url;
 
 use std::time::Duration;
@@ -25,6 +27,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, RedisError, Value};
 
 pub(crate) use pushes::{Push, Pushes};
+pub(crate) use tls::TlsOptions;
 
 use crate::scripts::ScriptCall;
 
@@ -129,8 +132,21 @@ pub(crate) struct Node {
 impl Connection {
     /// Connects to what `target` names. With `pushes`, release messages
     /// are delivered on this same connection (RESP3) and re-subscribed
-    /// after a reconnect.
+    /// after a reconnect. A certificate that TLS rejected is named in the
+    /// error (`tls::explain`).
     pub(crate) async fn open(
+        target: &url::Target,
+        timeouts: Timeouts,
+        mode: PubSubMode,
+        pushes: bool,
+    ) -> Result<(Connection, Option<Pushes>), crate::error::Error> {
+        Connection::open_as_given(target, timeouts, mode, pushes)
+            .await
+            .map_err(tls::explain)
+    }
+
+    /// [`open`](Connection::open), with redis-rs's errors as they come.
+    async fn open_as_given(
         target: &url::Target,
         timeouts: Timeouts,
         mode: PubSubMode,
@@ -164,9 +180,9 @@ impl Connection {
                 Ok((conn, pushes))
             }
             #[cfg(feature = "cluster")]
-            url::Target::Cluster(nodes) => {
+            url::Target::Cluster(nodes, certs) => {
                 let (cluster, publish, pushes) =
-                    cluster::open(nodes, timeouts, mode, pushes).await?;
+                    cluster::open(nodes, certs.as_ref(), timeouts, mode, pushes).await?;
                 let conn = Connection {
                     backend: Backend::Cluster(cluster),
                     publish,

@@ -36,6 +36,7 @@ use tokio::sync::{OnceCell, mpsc, watch};
 pub(crate) use address::parse;
 use monitor::{Master, Monitor};
 
+use super::tls::Certificates;
 use super::{Pushes, Timeouts};
 use crate::error::Error;
 
@@ -45,6 +46,8 @@ pub(crate) struct Target {
     sentinels: Vec<redis::Client>,
     name: String,
     template: ConnectionInfo,
+    /// For TLS to the master: a custom CA, a client certificate.
+    certs: Option<Certificates>,
     /// One monitor per client, shared by its connections (the main one and
     /// the `require_replicas` one), so that both follow the same switches.
     monitor: OnceCell<Arc<Monitor>>,
@@ -66,11 +69,17 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    fn new(sentinels: Vec<redis::Client>, name: String, template: ConnectionInfo) -> Target {
+    fn new(
+        sentinels: Vec<redis::Client>,
+        name: String,
+        template: ConnectionInfo,
+        certs: Option<Certificates>,
+    ) -> Target {
         Target {
             sentinels,
             name,
             template,
+            certs,
             monitor: OnceCell::new(),
         }
     }
@@ -134,6 +143,7 @@ pub(super) struct SentinelConn {
 struct Inner {
     monitor: Arc<Monitor>,
     template: ConnectionInfo,
+    certs: Option<Certificates>,
     timeouts: Timeouts,
     current: RwLock<Arc<Generation>>,
     /// One switch at a time.
@@ -174,11 +184,20 @@ impl SentinelConn {
         };
         let live = Arc::new(AtomicU64::new(0));
         let master = monitor.known();
-        let manager = connect(&target.template, &master, timeouts, &live, tx.as_ref()).await?;
+        let manager = connect(
+            &target.template,
+            target.certs.as_ref(),
+            &master,
+            timeouts,
+            &live,
+            tx.as_ref(),
+        )
+        .await?;
         live.store(master.epoch, Ordering::Release);
         let inner = Arc::new(Inner {
             monitor,
             template: target.template.clone(),
+            certs: target.certs.clone(),
             timeouts,
             current: RwLock::new(Arc::new(Generation {
                 epoch: master.epoch,
@@ -304,12 +323,13 @@ fn switch_in_progress() -> RedisError {
 /// `pushes` while its epoch is the live one.
 async fn connect(
     template: &ConnectionInfo,
+    certs: Option<&Certificates>,
     master: &Master,
     timeouts: Timeouts,
     live: &Arc<AtomicU64>,
     pushes: Option<&mpsc::UnboundedSender<PushInfo>>,
 ) -> Result<ConnectionManager, RedisError> {
-    let client = redis::Client::open(address::at(template, &master.host, master.port))?;
+    let client = address::client(address::at(template, &master.host, master.port), certs)?;
     let mut config = ConnectionManagerConfig::new()
         .set_response_timeout(Some(timeouts.response))
         .set_connection_timeout(Some(timeouts.connect))
@@ -365,6 +385,7 @@ async fn switch_to(inner: &Inner, master: Master) {
         }
         match connect(
             &inner.template,
+            inner.certs.as_ref(),
             &master,
             inner.timeouts,
             &inner.live,

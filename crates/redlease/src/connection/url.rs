@@ -4,6 +4,7 @@
 
 use redis::IntoConnectionInfo;
 
+use super::tls::{Certificates, TlsOptions};
 use crate::error::Error;
 
 /// What a URL names: one node, or a cluster by its seed nodes.
@@ -11,10 +12,10 @@ pub(crate) enum Target {
     /// Boxed: a client is large beside a list of URLs, and a target is made
     /// once per client.
     Single(Box<redis::Client>),
-    /// Seed node URLs (`redis://[user:password@]host:port`), with the
-    /// cluster URL's credentials.
+    /// Seed node URLs (`redis[s]://[user:password@]host:port`), with the
+    /// cluster URL's credentials, and the certificates for TLS.
     #[cfg(feature = "cluster")]
-    Cluster(Vec<String>),
+    Cluster(Vec<String>, Option<Certificates>),
     /// A master under Redis Sentinel.
     Sentinel(std::sync::Arc<super::sentinel::Target>),
 }
@@ -22,48 +23,77 @@ pub(crate) enum Target {
 /// The scheme of a cluster URL.
 const CLUSTER_SCHEME: &str = "redis-cluster://";
 
+/// The scheme of a cluster URL over TLS.
+const TLS_CLUSTER_SCHEME: &str = "rediss-cluster://";
+
 /// Parses `url`: `redis://[user:password@]host:port[/db]` (`rediss://` with
 /// the `tls-rustls` feature) for one node, into a client speaking RESP3, so
 /// that release notifications arrive as pushes on the command connection;
 /// or `redis-cluster://[user:password@]host:port[,host:port...]` for a
-/// cluster, by its seed nodes; or `redis-sentinel://[[user]:password@]
-/// host[:port][,host[:port]...][/db]#master-name` (`rediss-sentinel://`)
-/// for a master under Sentinel.
-pub(crate) fn parse(url: &str) -> Result<Target, Error> {
-    if let Some(target) = super::sentinel::parse(url)? {
-        return Ok(Target::Sentinel(target));
-    }
+/// cluster, by its seed nodes (`rediss-cluster://` over TLS); or
+/// `redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
+/// #master-name` for a master under Sentinel (`rediss-sentinel://` over
+/// TLS, to the sentinels and the master alike). `tls` applies to TLS URLs
+/// only: given with a plain URL it is an error, never a silent plaintext
+/// connection.
+pub(crate) fn parse(url: &str, tls: &TlsOptions) -> Result<Target, Error> {
     let invalid =
         |e: redis::RedisError| Error::invalid(format!("invalid redis url {:?}: {e}", redact(url)));
-    if url.starts_with("rediss-cluster://") {
+    if !tls.is_empty() && !is_tls(url) {
         return Err(Error::invalid(format!(
-            "invalid redis url {:?}: TLS to a cluster is not supported yet",
+            "tls_ca and tls_client_cert need a rediss:// or rediss-cluster:// url, but found {:?}",
             redact(url)
         )));
     }
+    if cfg!(not(feature = "tls-rustls")) && url.starts_with(TLS_CLUSTER_SCHEME) {
+        return Err(Error::invalid(format!(
+            "invalid redis url {:?}: rediss-cluster:// urls need redlease's `tls-rustls` feature",
+            redact(url)
+        )));
+    }
+    let certs = tls.certificates()?;
+    if let Some(target) = super::sentinel::parse(url, certs.clone())? {
+        return Ok(Target::Sentinel(target));
+    }
     if let Some(seeds) = cluster_seeds(url)? {
-        return cluster(url, seeds);
+        return cluster(url, seeds, certs);
     }
     let info = url.into_connection_info().map_err(invalid)?;
     let settings = info
         .redis_settings()
         .clone()
         .set_protocol(redis::ProtocolVersion::RESP3);
-    let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)?;
-    Ok(Target::Single(Box::new(client)))
+    let info = info.set_redis_settings(settings);
+    let client = match certs {
+        #[cfg(feature = "tls-rustls")]
+        Some(Certificates(certs)) => redis::Client::build_with_tls(info, certs),
+        _ => redis::Client::open(info),
+    };
+    Ok(Target::Single(Box::new(client.map_err(invalid)?)))
+}
+
+/// Returns true if and only if `url` has a TLS scheme (`rediss://`,
+/// redis-rs's `valkeys://`, `rediss-cluster://` or `rediss-sentinel://`).
+fn is_tls(url: &str) -> bool {
+    ["rediss://", "valkeys://", TLS_CLUSTER_SCHEME, "rediss-sentinel://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
 }
 
 /// The seed nodes of a cluster URL, `redis-cluster://[user:password@]
 /// host:port[,host:port...]`, as one-node URLs carrying the credentials
-/// (`redis://[user:password@]host:port`); `None` when `url` is not a
-/// cluster URL. For tools that open connections of their own to the same
-/// cluster (`redlease demo`).
+/// (`redis://[user:password@]host:port`); `rediss://` ones for a cluster
+/// over TLS, `rediss-cluster://`; `None` when `url` is not a cluster URL.
+/// For tools that open connections of their own to the same cluster
+/// (`redlease demo`).
 ///
 /// ```
 /// use redlease::url::cluster_seeds;
 ///
 /// let seeds = cluster_seeds("redis-cluster://app:pw@a:7000,b:7001").unwrap();
 /// assert_eq!(seeds.unwrap(), ["redis://app:pw@a:7000", "redis://app:pw@b:7001"]);
+/// let seeds = cluster_seeds("rediss-cluster://a:7000").unwrap();
+/// assert_eq!(seeds.unwrap(), ["rediss://a:7000"]);
 /// assert!(cluster_seeds("redis://a:6379").unwrap().is_none());
 /// ```
 ///
@@ -73,8 +103,13 @@ pub(crate) fn parse(url: &str) -> Result<Target, Error> {
 /// is true for a cluster URL with an empty seed, a database other than 0,
 /// or options; its message hides the password.
 pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
-    let Some(rest) = url.strip_prefix(CLUSTER_SCHEME) else {
-        return Ok(None);
+    let (node_scheme, rest) = match (
+        url.strip_prefix(CLUSTER_SCHEME),
+        url.strip_prefix(TLS_CLUSTER_SCHEME),
+    ) {
+        (Some(rest), _) => ("redis", rest),
+        (_, Some(rest)) => ("rediss", rest),
+        (None, None) => return Ok(None),
     };
     let invalid = |why: &str| Error::invalid(format!("invalid redis url {:?}: {why}", redact(url)));
     // The last `@` ends the credentials, as in `redact`, so that an
@@ -97,11 +132,13 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
         if host.is_empty() {
             return Err(invalid("a seed node is empty"));
         }
-        let node = format!("redis://{userinfo}{host}");
-        node.as_str()
+        // Checked as a plain URL: host and port read the same, and whether
+        // TLS is available is for the connection to say.
+        format!("redis://{userinfo}{host}")
+            .as_str()
             .into_connection_info()
             .map_err(|e| invalid(&e.to_string()))?;
-        nodes.push(node);
+        nodes.push(format!("{node_scheme}://{userinfo}{host}"));
     }
     Ok(Some(nodes))
 }
@@ -123,19 +160,19 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
 ///
 /// Cancel-safe: it only reads; the sentinel connections it made close.
 pub async fn sentinel_master(url: &str) -> Result<Option<String>, Error> {
-    match super::sentinel::parse(url)? {
+    match super::sentinel::parse(url, None)? {
         Some(target) => Ok(Some(target.master_url().await?)),
         None => Ok(None),
     }
 }
 
 #[cfg(feature = "cluster")]
-fn cluster(_url: &str, seeds: Vec<String>) -> Result<Target, Error> {
-    Ok(Target::Cluster(seeds))
+fn cluster(_url: &str, seeds: Vec<String>, certs: Option<Certificates>) -> Result<Target, Error> {
+    Ok(Target::Cluster(seeds, certs))
 }
 
 #[cfg(not(feature = "cluster"))]
-fn cluster(url: &str, _seeds: Vec<String>) -> Result<Target, Error> {
+fn cluster(url: &str, _seeds: Vec<String>, _certs: Option<Certificates>) -> Result<Target, Error> {
     Err(Error::invalid(format!(
         "invalid redis url {:?}: redis-cluster:// urls need redlease's `cluster` feature",
         redact(url)
@@ -210,11 +247,14 @@ mod tests {
     #[cfg(feature = "cluster")]
     #[test]
     fn cluster_urls_name_their_seed_nodes() {
-        let Ok(Target::Cluster(nodes)) = parse("redis-cluster://u:p%40w@a:7000,b:7001/") else {
+        let none = TlsOptions::default();
+        let Ok(Target::Cluster(nodes, None)) =
+            parse("redis-cluster://u:p%40w@a:7000,b:7001/", &none)
+        else {
             panic!("not a cluster target");
         };
         assert_eq!(nodes, ["redis://u:p%40w@a:7000", "redis://u:p%40w@b:7001"]);
-        let Ok(Target::Cluster(nodes)) = parse("redis-cluster://a:7000") else {
+        let Ok(Target::Cluster(nodes, None)) = parse("redis-cluster://a:7000", &none) else {
             panic!("not a cluster target");
         };
         assert_eq!(nodes, ["redis://a:7000"]);
@@ -223,18 +263,55 @@ mod tests {
             "redis-cluster://a:1,,b:2",
             "redis-cluster://a:1/3",
             "redis-cluster://a:notaport",
-            "rediss-cluster://a:1",
+            "rediss-cluster://a:1/#insecure",
         ] {
-            let e = parse(bad).err().expect(bad);
+            let e = parse(bad, &none).err().expect(bad);
             assert!(e.is_invalid_argument(), "{bad}: {e}");
         }
-        let e = parse("redis-cluster://u:secret@a:1/3").err().unwrap();
+        let e = parse("redis-cluster://u:secret@a:1/3", &none)
+            .err()
+            .unwrap();
         assert!(!e.to_string().contains("secret"), "{e}");
+    }
+
+    #[cfg(all(feature = "cluster", feature = "tls-rustls"))]
+    #[test]
+    fn rediss_cluster_urls_keep_tls() {
+        let Ok(Target::Cluster(nodes, None)) = parse(
+            "rediss-cluster://u:pw@a:7000,b:7001",
+            &TlsOptions::default(),
+        ) else {
+            panic!("not a cluster target");
+        };
+        assert_eq!(nodes, ["rediss://u:pw@a:7000", "rediss://u:pw@b:7001"]);
+    }
+
+    #[cfg(not(feature = "tls-rustls"))]
+    #[test]
+    fn tls_urls_need_the_feature() {
+        for url in ["rediss://a:1", "rediss-cluster://a:1"] {
+            let e = parse(url, &TlsOptions::default()).err().expect(url);
+            assert!(e.is_invalid_argument(), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn tls_options_are_refused_with_a_plain_url() {
+        let mut tls = TlsOptions::default();
+        tls.set_ca(b"not checked before the feature is".to_vec());
+        for url in ["redis://u:secret@a:1", "redis-cluster://a:1"] {
+            let e = parse(url, &tls).err().expect(url);
+            assert!(e.is_invalid_argument(), "{url}: {e}");
+            assert!(e.to_string().contains("need a rediss://"), "{e}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
     }
 
     #[test]
     fn parse_names_a_bad_url_without_its_password() {
-        let e = parse("redis://u:secret@").err().unwrap();
+        let e = parse("redis://u:secret@", &TlsOptions::default())
+            .err()
+            .unwrap();
         assert!(e.is_invalid_argument());
         assert!(!e.to_string().contains("secret"), "{e}");
     }

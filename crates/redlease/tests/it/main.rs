@@ -48,6 +48,8 @@ mod redisson;
 mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.
 mod replica;
+/// Locks over TLS: a custom CA, the wrong CA, mutual TLS, a TLS cluster.
+mod tls;
 /// Waiters woken by release messages: no lost wake-ups, no leaked
 /// subscriptions, a bounded herd.
 mod wake;

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
 
 use super::Target;
+use crate::connection::tls::Certificates;
 use crate::connection::url::redact;
 use crate::error::Error;
 
 /// The port a sentinel listens on when the URL gives none.
 const SENTINEL_PORT: u16 = 26379;
 
-/// Parses a sentinel URL; `None` when `url` is not one.
-pub(crate) fn parse(url: &str) -> Result<Option<Arc<Target>>, Error> {
+/// Parses a sentinel URL; `None` when `url` is not one. `certs` (a custom
+/// CA, a client certificate) apply to the sentinels and the master alike.
+pub(crate) fn parse(url: &str, certs: Option<Certificates>) -> Result<Option<Arc<Target>>, Error> {
     let (rest, tls) = if let Some(rest) = url.strip_prefix("redis-sentinel://") {
         (rest, false)
     } else if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
@@ -63,8 +65,11 @@ pub(crate) fn parse(url: &str) -> Result<Option<Arc<Target>>, Error> {
         };
         // The sentinels get no credentials and no database: those are the
         // master's (sentinels usually have none, and refuse SELECT).
-        let client = redis::Client::open(format!("{scheme}://{address}").as_str())
+        let info = format!("{scheme}://{address}")
+            .as_str()
+            .into_connection_info()
             .map_err(|e| invalid(&e.to_string()))?;
+        let client = client(info, certs.as_ref()).map_err(|e| invalid(&e.to_string()))?;
         sentinels.push(client);
     }
     let first = hosts.split(',').next().unwrap_or_default();
@@ -81,7 +86,20 @@ pub(crate) fn parse(url: &str) -> Result<Option<Arc<Target>>, Error> {
         sentinels,
         name.to_owned(),
         info.set_redis_settings(settings),
+        certs,
     ))))
+}
+
+/// A client for `info`, with `certs` when given.
+pub(super) fn client(
+    info: ConnectionInfo,
+    certs: Option<&Certificates>,
+) -> Result<redis::Client, redis::RedisError> {
+    match certs {
+        #[cfg(feature = "tls-rustls")]
+        Some(Certificates(certs)) => redis::Client::build_with_tls(info, certs.clone()),
+        _ => redis::Client::open(info),
+    }
 }
 
 /// `template` pointed at `host:port`, keeping its TLS, credentials and
@@ -106,7 +124,7 @@ mod tests {
     use super::*;
 
     fn target(url: &str) -> Arc<Target> {
-        parse(url).unwrap().unwrap()
+        parse(url, None).unwrap().unwrap()
     }
 
     #[test]
@@ -129,7 +147,7 @@ mod tests {
         assert_eq!(redis.db(), 3);
         assert_eq!(redis.username(), Some("app"));
         assert_eq!(redis.password(), Some("pw"));
-        assert!(parse("redis://a:6379").unwrap().is_none());
+        assert!(parse("redis://a:6379", None).unwrap().is_none());
     }
 
     #[test]
@@ -142,7 +160,7 @@ mod tests {
             "redis-sentinel://a:1?x=1#m",
             "redis-sentinel://u:secret@a:1/x#m",
         ] {
-            let err = parse(url).unwrap_err();
+            let err = parse(url, None).unwrap_err();
             assert!(err.is_invalid_argument(), "{url}");
             assert!(!err.to_string().contains("secret"), "{err}");
         }
