@@ -25,6 +25,7 @@
 mod cluster;
 mod error;
 mod launch;
+mod probe;
 mod proxy;
 mod server;
 
