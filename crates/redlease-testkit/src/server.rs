@@ -25,13 +25,18 @@ pub struct RedisServer {
     watcher: Option<Child>,
     tls_port: Option<u16>,
     cluster_bus_port: Option<u16>,
+    /// A Sentinel's configuration file, in `dir`: passed first on every
+    /// launch, so a restarted Sentinel comes back with what it had
+    /// written there (its id, the masters, replicas and Sentinels it knew).
+    config: Option<PathBuf>,
     dir: PathBuf,
 }
 
 /// Options for [`RedisServer::start_with`].
 #[derive(Clone, Debug, Default)]
 pub struct ServerOptions {
-    /// Requires this password (`requirepass`).
+    /// Requires this password (`requirepass`), and gives it to the master
+    /// when the server is or becomes a replica (`masterauth`).
     pub password: Option<String>,
     /// Starts the server as a replica of this port on 127.0.0.1.
     pub replica_of: Option<u16>,
@@ -44,6 +49,14 @@ pub struct ServerOptions {
     /// does that. Cannot be combined with `replica_of`: a cluster node
     /// becomes a replica with `CLUSTER REPLICATE`.
     pub cluster: Option<ClusterNodeOptions>,
+    /// Starts the server as a Redis Sentinel (`--sentinel`) that monitors
+    /// nothing yet: `SENTINEL MONITOR` and `SENTINEL SET` configure it.
+    /// Its configuration file, which Sentinel rewrites as it learns, stays
+    /// in the scratch directory, so [`restart`](RedisServer::restart)
+    /// brings back the same Sentinel. `password` then guards the Sentinel
+    /// itself, and is also what it sends to other Sentinels. Cannot be
+    /// combined with `replica_of` or `cluster`.
+    pub sentinel: bool,
 }
 
 /// How a server started with [`ServerOptions::cluster`] takes part in a
@@ -104,7 +117,12 @@ impl RedisServer {
     pub fn try_start_with(options: ServerOptions) -> Result<RedisServer, StartError> {
         let mut extra_args = Vec::new();
         if let Some(password) = options.password {
-            extra_args.extend(["--requirepass".to_owned(), password]);
+            extra_args.extend([
+                "--requirepass".to_owned(),
+                password.clone(),
+                "--masterauth".to_owned(),
+                password,
+            ]);
         }
         if let Some(port) = options.replica_of {
             extra_args.extend([
@@ -161,6 +179,18 @@ impl RedisServer {
                     dir.join("nodes.conf").display().to_string(),
                 ]);
             }
+            let config = if options.sentinel {
+                // Empty, but it must exist and be writable: Sentinel refuses
+                // to run without a file to save its state to.
+                let config = dir.join("sentinel.conf");
+                std::fs::write(&config, "").map_err(|e| {
+                    StartError::Failed(format!("cannot write {}: {e}", config.display()))
+                })?;
+                extra_args.push("--sentinel".to_owned());
+                Some(config)
+            } else {
+                None
+            };
             let mut server = RedisServer {
                 port,
                 extra_args,
@@ -168,6 +198,7 @@ impl RedisServer {
                 watcher: None,
                 tls_port,
                 cluster_bus_port,
+                config,
                 dir,
             };
             match server.launch() {
@@ -283,7 +314,12 @@ impl RedisServer {
     }
 
     fn launch(&mut self) -> Result<(), StartError> {
-        let mut server = spawn(self.port, &self.extra_args, &self.dir)?;
+        let mut server = spawn(
+            self.config.as_deref(),
+            self.port,
+            &self.extra_args,
+            &self.dir,
+        )?;
         self.watcher = watch(server.id());
         let ready = wait_ready(&mut server, self.port, &self.dir);
         self.server = Some(server);
