@@ -13,6 +13,10 @@
 //! failovers, kills and slot migrations (held half-way, to provoke `ASK`)
 //! that cluster tests need.
 //!
+//! A [`SentinelGroup`] is a master with replicas and Redis Sentinels
+//! watching it, with the failovers, kills, pauses and wrong Sentinels that
+//! tests of a Sentinel-aware client need.
+//!
 //! A [`Proxy`] partitions a client from its server; [`signal`] stops,
 //! resumes and kills other processes (test children).
 //!
@@ -27,11 +31,13 @@ mod error;
 mod launch;
 mod probe;
 mod proxy;
+mod sentinel;
 mod server;
 
 pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
 pub use proxy::Proxy;
+pub use sentinel::{SentinelGroup, SentinelOptions, WrongSentinel};
 pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};
 
 use std::process::{Command, Stdio};

@@ -14,9 +14,19 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 #[derive(Default)]
 pub(crate) struct Probe {
     connections: HashMap<u16, redis::Connection>,
+    /// The password of each node that requires one, sent with `AUTH` on
+    /// connecting.
+    passwords: HashMap<u16, String>,
 }
 
 impl Probe {
+    /// Authenticates with `password` to the node on `port` from its next
+    /// connection on.
+    pub(crate) fn password(&mut self, port: u16, password: &str) {
+        self.passwords.insert(port, password.to_owned());
+        self.connections.remove(&port);
+    }
+
     /// Sends `cmd` to the node on `port`; a failed connection is dropped so
     /// that the next poll connects again.
     pub(crate) fn query<T: redis::FromRedisValue>(
@@ -27,12 +37,18 @@ impl Probe {
         let connection = match self.connections.entry(port) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let connection = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+                let mut connection = redis::Client::open(format!("redis://127.0.0.1:{port}"))
                     .and_then(|client| client.get_connection_with_timeout(ANSWER_WITHIN))
                     .map_err(|e| format!("node :{port} does not answer ({e})"))?;
                 connection
                     .set_read_timeout(Some(ANSWER_WITHIN))
                     .map_err(|e| e.to_string())?;
+                if let Some(password) = self.passwords.get(&port) {
+                    redis::cmd("AUTH")
+                        .arg(password)
+                        .exec(&mut connection)
+                        .map_err(|e| format!("node :{port} refuses AUTH ({e})"))?;
+                }
                 entry.insert(connection)
             }
         };

@@ -55,7 +55,8 @@ pub struct ServerOptions {
     /// in the scratch directory, so [`restart`](RedisServer::restart)
     /// brings back the same Sentinel. `password` then guards the Sentinel
     /// itself, and is also what it sends to other Sentinels. Cannot be
-    /// combined with `replica_of` or `cluster`.
+    /// combined with `replica_of` or `cluster`. A
+    /// [`SentinelGroup`](crate::SentinelGroup) starts its Sentinels so.
     pub sentinel: bool,
 }
 
@@ -291,6 +292,20 @@ impl RedisServer {
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
+    }
+
+    /// Makes the next [`restart`](RedisServer::restart) start the server
+    /// as a replica of `master` on 127.0.0.1, as the configuration file
+    /// Sentinel rewrites on a node would.
+    pub(crate) fn set_replica_of(&mut self, master: u16) {
+        if let Some(i) = self.extra_args.iter().position(|a| a == "--replicaof") {
+            self.extra_args.drain(i..i + 3);
+        }
+        self.extra_args.extend([
+            "--replicaof".to_owned(),
+            "127.0.0.1".to_owned(),
+            master.to_string(),
+        ]);
     }
 
     /// Stops the server process (SIGSTOP): connections stay open but nothing
