@@ -12,8 +12,9 @@ use std::time::Duration;
 
 pub use node::{ClusterNode, Role};
 pub use slot::{SLOTS, key_slot};
-use view::{NodeLine, Probe, View};
+use view::{NodeLine, View};
 
+use crate::probe::Probe;
 use crate::{RedisServer, ServerOptions, StartError};
 
 /// How long forming the cluster, or any change to it, may take before the

@@ -19,12 +19,19 @@ const READY_WITHIN: Duration = Duration::from_secs(5);
 const LOG: &str = "redis.log";
 
 /// Spawns `redis-server` on `port` of 127.0.0.1 with no persistence, its
-/// files in `dir`, and `extra_args`.
-pub(crate) fn spawn(port: u16, extra_args: &[String], dir: &Path) -> Result<Child, StartError> {
+/// files in `dir`, and `extra_args`; with `config`, that file first, as
+/// `redis-server` takes a configuration file only as its first argument.
+pub(crate) fn spawn(
+    config: Option<&Path>,
+    port: u16,
+    extra_args: &[String],
+    dir: &Path,
+) -> Result<Child, StartError> {
     let log = File::create(dir.join(LOG))
         .and_then(|out| Ok((out.try_clone()?, out)))
         .map_err(|e| StartError::Failed(format!("cannot create {}: {e}", dir.display())))?;
     Command::new("redis-server")
+        .args(config)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         // No snapshots and no append-only file: the data is throwaway.
         .args(["--save", "", "--appendonly", "no"])

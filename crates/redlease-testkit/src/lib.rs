@@ -13,6 +13,10 @@
 //! failovers, kills and slot migrations (held half-way, to provoke `ASK`)
 //! that cluster tests need.
 //!
+//! A [`SentinelGroup`] is a master with replicas and Redis Sentinels
+//! watching it, with the failovers, kills, pauses and wrong Sentinels that
+//! tests of a Sentinel-aware client need.
+//!
 //! [`TestCerts`] makes a CA and certificates with `openssl` for servers
 //! that serve TLS ([`ServerOptions::tls`]), mutual TLS included.
 //!
@@ -28,13 +32,16 @@
 mod cluster;
 mod error;
 mod launch;
+mod probe;
 mod proxy;
+mod sentinel;
 mod server;
 mod tls;
 
 pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
 pub use proxy::Proxy;
+pub use sentinel::{SentinelGroup, SentinelOptions, WrongSentinel};
 pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};
 pub use tls::TestCerts;
 

@@ -25,13 +25,18 @@ pub struct RedisServer {
     watcher: Option<Child>,
     tls_port: Option<u16>,
     cluster_bus_port: Option<u16>,
+    /// A Sentinel's configuration file, in `dir`: passed first on every
+    /// launch, so a restarted Sentinel comes back with what it had
+    /// written there (its id, the masters, replicas and Sentinels it knew).
+    config: Option<PathBuf>,
     dir: PathBuf,
 }
 
 /// Options for [`RedisServer::start_with`].
 #[derive(Clone, Debug, Default)]
 pub struct ServerOptions {
-    /// Requires this password (`requirepass`).
+    /// Requires this password (`requirepass`), and gives it to the master
+    /// when the server is or becomes a replica (`masterauth`).
     pub password: Option<String>,
     /// Starts the server as a replica of this port on 127.0.0.1.
     pub replica_of: Option<u16>,
@@ -57,6 +62,15 @@ pub struct ServerOptions {
     /// does that. Cannot be combined with `replica_of`: a cluster node
     /// becomes a replica with `CLUSTER REPLICATE`.
     pub cluster: Option<ClusterNodeOptions>,
+    /// Starts the server as a Redis Sentinel (`--sentinel`) that monitors
+    /// nothing yet: `SENTINEL MONITOR` and `SENTINEL SET` configure it.
+    /// Its configuration file, which Sentinel rewrites as it learns, stays
+    /// in the scratch directory, so [`restart`](RedisServer::restart)
+    /// brings back the same Sentinel. `password` then guards the Sentinel
+    /// itself, and is also what it sends to other Sentinels. Cannot be
+    /// combined with `replica_of` or `cluster`. A
+    /// [`SentinelGroup`](crate::SentinelGroup) starts its Sentinels so.
+    pub sentinel: bool,
 }
 
 /// How a server started with [`ServerOptions::cluster`] takes part in a
@@ -119,7 +133,12 @@ impl RedisServer {
     pub fn try_start_with(options: ServerOptions) -> Result<RedisServer, StartError> {
         let mut extra_args = Vec::new();
         if let Some(password) = &options.password {
-            extra_args.extend(["--requirepass".to_owned(), password.clone()]);
+            extra_args.extend([
+                "--requirepass".to_owned(),
+                password.clone(),
+                "--masterauth".to_owned(),
+                password.clone(),
+            ]);
         }
         if let Some(port) = options.replica_of {
             extra_args.extend([
@@ -165,6 +184,18 @@ impl RedisServer {
                     dir.join("nodes.conf").display().to_string(),
                 ]);
             }
+            let config = if options.sentinel {
+                // Empty, but it must exist and be writable: Sentinel refuses
+                // to run without a file to save its state to.
+                let config = dir.join("sentinel.conf");
+                std::fs::write(&config, "").map_err(|e| {
+                    StartError::Failed(format!("cannot write {}: {e}", config.display()))
+                })?;
+                extra_args.push("--sentinel".to_owned());
+                Some(config)
+            } else {
+                None
+            };
             let mut server = RedisServer {
                 port,
                 extra_args,
@@ -172,6 +203,7 @@ impl RedisServer {
                 watcher: None,
                 tls_port,
                 cluster_bus_port,
+                config,
                 dir,
             };
             match server.launch() {
@@ -266,6 +298,20 @@ impl RedisServer {
         }
     }
 
+    /// Makes the next [`restart`](RedisServer::restart) start the server
+    /// as a replica of `master` on 127.0.0.1, as the configuration file
+    /// Sentinel rewrites on a node would.
+    pub(crate) fn set_replica_of(&mut self, master: u16) {
+        if let Some(i) = self.extra_args.iter().position(|a| a == "--replicaof") {
+            self.extra_args.drain(i..i + 3);
+        }
+        self.extra_args.extend([
+            "--replicaof".to_owned(),
+            "127.0.0.1".to_owned(),
+            master.to_string(),
+        ]);
+    }
+
     /// Stops the server process (SIGSTOP): connections stay open but nothing
     /// is answered, as with a long GC pause or a frozen VM.
     pub fn pause(&self) {
@@ -287,7 +333,12 @@ impl RedisServer {
     }
 
     fn launch(&mut self) -> Result<(), StartError> {
-        let mut server = spawn(self.port, &self.extra_args, &self.dir)?;
+        let mut server = spawn(
+            self.config.as_deref(),
+            self.port,
+            &self.extra_args,
+            &self.dir,
+        )?;
         self.watcher = watch(server.id());
         let ready = wait_ready(&mut server, self.port, &self.dir);
         self.server = Some(server);

@@ -140,3 +140,32 @@ fn the_watcher_stops_the_server_of_a_killed_owner() {
     // Its owner could not remove it.
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("redlease-redis-{port}")));
 }
+
+/// A server started as a Sentinel runs in Sentinel mode from a
+/// configuration file of its own, and a restart brings back the same
+/// Sentinel (its id, saved in that file).
+#[test]
+fn a_sentinel_comes_back_as_itself() {
+    let mut sentinel = RedisServer::start_with(ServerOptions {
+        sentinel: true,
+        ..ServerOptions::default()
+    });
+    let info = |server: &RedisServer| -> String {
+        redis::cmd("INFO")
+            .arg("server")
+            .query(&mut server.connection())
+            .unwrap()
+    };
+    assert!(info(&sentinel).contains("redis_mode:sentinel"));
+    let id: String = redis::cmd("SENTINEL")
+        .arg("MYID")
+        .query(&mut sentinel.connection())
+        .unwrap();
+    sentinel.restart();
+    assert!(info(&sentinel).contains("redis_mode:sentinel"));
+    let again: String = redis::cmd("SENTINEL")
+        .arg("MYID")
+        .query(&mut sentinel.connection())
+        .unwrap();
+    assert_eq!(again, id);
+}

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::view::{Probe, short};
+use super::view::short;
 use super::{RedisCluster, SETTLE_WITHIN, SLOTS, line_at};
+use crate::probe::Probe;
 
 impl RedisCluster {
     /// Makes the first `masters` members the masters of an even split of

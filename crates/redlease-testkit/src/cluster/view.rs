@@ -8,16 +8,13 @@
 //! the nodes that own no slots (a killed master, a replica marked failed,
 //! which `CLUSTER SLOTS` leaves out).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::probe::{Probe, field};
+
 /// How often a wait asks the nodes again.
 const POLL_EVERY: Duration = Duration::from_millis(20);
-
-/// How long a probe waits for one node's answer: a node that hangs must
-/// not hang the wait past its deadline.
-const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
 /// One node as one observer's `CLUSTER NODES` describes it, without what
 /// rightly differs between observers: ping and pong times, link state, the
@@ -132,41 +129,7 @@ fn parse_line(line: &str) -> Option<NodeLine> {
     })
 }
 
-/// Connections to the nodes, kept across the polls of a wait so that a
-/// poll is a few round trips, not a few connects.
-#[derive(Default)]
-pub(crate) struct Probe {
-    connections: HashMap<u16, redis::Connection>,
-}
-
 impl Probe {
-    /// Sends `cmd` to the node on `port`; a failed connection is dropped so
-    /// that the next poll connects again.
-    pub(crate) fn query<T: redis::FromRedisValue>(
-        &mut self,
-        port: u16,
-        cmd: &redis::Cmd,
-    ) -> Result<T, String> {
-        let connection = match self.connections.entry(port) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let connection = redis::Client::open(format!("redis://127.0.0.1:{port}"))
-                    .and_then(|client| client.get_connection_with_timeout(ANSWER_WITHIN))
-                    .map_err(|e| format!("node :{port} does not answer ({e})"))?;
-                connection
-                    .set_read_timeout(Some(ANSWER_WITHIN))
-                    .map_err(|e| e.to_string())?;
-                entry.insert(connection)
-            }
-        };
-        cmd.query(connection).map_err(|e| {
-            if e.is_unrecoverable_error() || e.is_timeout() {
-                self.connections.remove(&port);
-            }
-            format!("node :{port} answers {e}")
-        })
-    }
-
     /// One look at the nodes on `ports`: the view they all agree on, or
     /// what the first node that spoils it says.
     pub(crate) fn look(&mut self, ports: &[u16]) -> Result<View, String> {
@@ -242,15 +205,6 @@ impl Probe {
     }
 }
 
-/// The value of `name:` in an `INFO`-style answer.
-pub(crate) fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
-    info.lines().find_map(|line| {
-        line.strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix(':'))
-            .map(str::trim)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,13 +226,5 @@ e7d1 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460 [5461->-67ed] 
         assert_eq!(view[2].health, Health::Suspected);
         assert_eq!(view[3].slots, [(0, 5460), (16000, 16000)]);
         assert_eq!(view[3].master_id, None);
-    }
-
-    #[test]
-    fn an_info_field_is_found_by_its_whole_name() {
-        let info = "# Replication\r\nrole:slave\r\nmaster_link_status:up\r\n";
-        assert_eq!(field(info, "role"), Some("slave"));
-        assert_eq!(field(info, "master_link_status"), Some("up"));
-        assert_eq!(field(info, "master_link"), None);
     }
 }

@@ -1,0 +1,63 @@
+//! Bringing a freshly started group together.
+
+use super::{SETTLE_WITHIN, SentinelGroup, look};
+use crate::probe::Probe;
+
+impl SentinelGroup {
+    /// Tells every Sentinel to monitor the master once the replicas are
+    /// linked to it, then waits until the group settles. In that order
+    /// because a Sentinel learns the replicas from the master's `INFO`,
+    /// which it asks at once and then every 10 s only.
+    pub(super) fn introduce(&self) -> Result<(), String> {
+        let replicas = self.expect().replicas;
+        let master = self.master().port();
+        self.wait(SETTLE_WITHIN, |probe| {
+            for &port in &replicas {
+                let info: String = probe.query(port, redis::cmd("INFO").arg("replication"))?;
+                look::replicates(&info, port, master)?;
+            }
+            Ok(())
+        })?;
+        let mut probe = self.probe();
+        for i in 0..self.sentinels.len() {
+            self.monitor(&mut probe, i, master, self.quorum())?;
+        }
+        self.wait(SETTLE_WITHIN, |probe| self.look(probe, 0))
+            .map(drop)
+    }
+
+    /// Makes Sentinel `i` monitor the master on `port` as the group's
+    /// master, with the group's options.
+    pub(super) fn monitor(
+        &self,
+        probe: &mut Probe,
+        i: usize,
+        port: u16,
+        quorum: usize,
+    ) -> Result<(), String> {
+        let sentinel = self.sentinels[i].server.port();
+        let name = &self.options.master_name;
+        probe.query::<()>(
+            sentinel,
+            redis::cmd("SENTINEL")
+                .arg("MONITOR")
+                .arg(name)
+                .arg("127.0.0.1")
+                .arg(port)
+                .arg(quorum),
+        )?;
+        let mut set = redis::cmd("SENTINEL");
+        set.arg("SET")
+            .arg(name)
+            .arg("down-after-milliseconds")
+            .arg(self.options.down_after.as_millis() as u64)
+            .arg("failover-timeout")
+            .arg(self.options.failover_timeout.as_millis() as u64)
+            .arg("parallel-syncs")
+            .arg(1);
+        if let Some(password) = &self.options.password {
+            set.arg("auth-pass").arg(password);
+        }
+        probe.query::<()>(sentinel, &set)
+    }
+}
