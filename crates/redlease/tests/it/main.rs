@@ -48,6 +48,9 @@ mod redisson;
 mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.
 mod replica;
+/// Locks through Redis Sentinel: failover under load, a key lost in it, a
+/// sentinel down or wrong.
+mod sentinel;
 /// Locks over TLS: a custom CA, the wrong CA, mutual TLS, a TLS cluster.
 mod tls;
 /// Waiters woken by release messages: no lost wake-ups, no leaked
