@@ -6,6 +6,7 @@ mod cluster;
 mod demo;
 mod inspect;
 mod run;
+mod sentinel;
 mod support;
 mod tls;
 mod unlock;
