@@ -23,7 +23,9 @@
 //! drift), and the few the client sends: `EVALSHA`, `SCRIPT LOAD` (after
 //! `NOSCRIPT`), the (sharded) subscriptions, `PING`, `WAIT`
 //! (`require_replicas`), `HEXISTS` (`is_held`), `EXISTS`, `CLUSTER SLOTS`
-//! and `PUBSUB SHARDNUMSUB` (on a cluster).
+//! and `PUBSUB SHARDNUMSUB` (on a cluster), and `ROLE` (under Sentinel, a
+//! new master is checked before use). The sentinels themselves are sent
+//! only `SENTINEL GET-MASTER-ADDR-BY-NAME` and `SUBSCRIBE +switch-master`.
 //!
 //! The rules start with `resetkeys resetchannels -@all clearselectors`,
 //! not `reset`, so that running them again changes the permissions and
@@ -66,6 +68,7 @@ const SENT: &[&str] = &[
     "exists",
     "cluster|slots",
     "pubsub|shardnumsub",
+    "role",
 ];
 
 /// Commands `inspect` sends (`layout::read` and `layout::scan`).
