@@ -75,9 +75,14 @@ pub(crate) fn parse(url: &str, tls: &TlsOptions) -> Result<Target, Error> {
 /// Returns true if and only if `url` has a TLS scheme (`rediss://`,
 /// redis-rs's `valkeys://`, `rediss-cluster://` or `rediss-sentinel://`).
 fn is_tls(url: &str) -> bool {
-    ["rediss://", "valkeys://", TLS_CLUSTER_SCHEME, "rediss-sentinel://"]
-        .iter()
-        .any(|scheme| url.starts_with(scheme))
+    [
+        "rediss://",
+        "valkeys://",
+        TLS_CLUSTER_SCHEME,
+        "rediss-sentinel://",
+    ]
+    .iter()
+    .any(|scheme| url.starts_with(scheme))
 }
 
 /// The seed nodes of a cluster URL, `redis-cluster://[user:password@]
