@@ -10,44 +10,36 @@ use crate::support::{output, redis, redlease, stderr, stdout, unique};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// `redlease run --key KEY` through `url`: the fencing token it was given.
+fn run_for_token(url: &str, key: &str) -> u64 {
+    let out = output(
+        redlease(url).args([
+            "run",
+            "--key",
+            key,
+            "--",
+            "sh",
+            "-c",
+            "echo $REDLEASE_FENCING_TOKEN",
+        ]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).trim().parse().unwrap()
+}
+
 #[test]
 fn run_inspect_unlock_and_demo_through_the_sentinels() {
     let mut group = SentinelGroup::start(1, 3);
     let url = group.url();
     let key = unique("sentinel:run");
-    let out = output(
-        redlease(&url).args([
-            "run",
-            "--key",
-            &key,
-            "--",
-            "sh",
-            "-c",
-            "echo $REDLEASE_FENCING_TOKEN",
-        ]),
-        LIMIT,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let first: u64 = stdout(&out).trim().parse().unwrap();
+    let first = run_for_token(&url, &key);
     let counter = format!("redisson_lock_token:{{{key}}}");
     assert!(redis::<Option<String>>(group.master(), &["GET", &counter]).is_some());
 
     // After a failover: on the new master, with a larger token.
     group.failover();
-    let out = output(
-        redlease(&url).args([
-            "run",
-            "--key",
-            &key,
-            "--",
-            "sh",
-            "-c",
-            "echo $REDLEASE_FENCING_TOKEN",
-        ]),
-        LIMIT,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let second: u64 = stdout(&out).trim().parse().unwrap();
+    let second = run_for_token(&url, &key);
     assert!(second > first, "{second} after {first}");
 
     // A stuck lock on the new master: inspect finds it, unlock removes it.

@@ -32,6 +32,18 @@ pub(crate) struct Master {
     pub(crate) port: u16,
 }
 
+impl Master {
+    /// Before any sentinel answered: epoch 0, which every real master's
+    /// epoch exceeds.
+    fn unknown() -> Master {
+        Master {
+            epoch: 0,
+            host: String::new(),
+            port: 0,
+        }
+    }
+}
+
 pub(crate) struct Monitor {
     sentinels: Vec<redis::Client>,
     name: String,
@@ -64,12 +76,7 @@ impl Monitor {
             sentinels,
             name,
             timeouts,
-            known: watch::channel(Master {
-                epoch: 0,
-                host: String::new(),
-                port: 0,
-            })
-            .0,
+            known: watch::channel(Master::unknown()).0,
             nudge: Notify::new(),
             conns: Mutex::new(vec![None; count]),
             _stop: stop,
@@ -292,12 +299,7 @@ mod tests {
                 response: Duration::from_secs(1),
                 connect: Duration::from_secs(1),
             },
-            known: watch::channel(Master {
-                epoch: 0,
-                host: String::new(),
-                port: 0,
-            })
-            .0,
+            known: watch::channel(Master::unknown()).0,
             nudge: Notify::new(),
             conns: Mutex::new(Vec::new()),
             _stop: watch::channel(()).0,
