@@ -308,7 +308,7 @@ async fn sentinels_with_a_password_take_sentinel_password() {
         redlease::Client::builder(&url),
         redlease::Client::builder(&url).sentinel_password("wrong"),
     ] {
-        let e = builder.build().await.err().expect("the sentinels refuse");
+        let e = builder.build().await.expect_err("the sentinels refuse");
         let message = e.to_string();
         assert!(e.is_auth(), "{e:?}");
         for sentinel in group.sentinel_addresses() {
@@ -384,11 +384,11 @@ async fn rediss_sentinel_locks_wakes_and_follows_a_failover() {
     assert_eq!(address, format!("127.0.0.1:{tls_port}"));
     loop {
         let name = unique("sentinel:tls-after");
-        if let Ok(guard) = a.lock(&name).try_lock().await {
-            if exists_on(group.master(), &name) {
-                guard.unlock().await.unwrap();
-                break;
-            }
+        if let Ok(guard) = a.lock(&name).try_lock().await
+            && exists_on(group.master(), &name)
+        {
+            guard.unlock().await.unwrap();
+            break;
         }
         assert!(
             switched.elapsed() < Duration::from_secs(2),
