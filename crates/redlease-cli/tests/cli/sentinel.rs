@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use redlease_testkit::{SentinelGroup, SentinelOptions};
+use redlease_testkit::{SentinelGroup, SentinelOptions, TestCerts};
 
 use crate::support::{output, redis, redlease, stderr, stdout, unique};
 
@@ -169,4 +169,45 @@ fn the_sentinels_password_comes_from_sentinel_password() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `rediss-sentinel://` with `--tls-ca`: `run` (the library) and `unlock
+/// --force` (the tool's own look-up of the master, with the CA) reach the
+/// master over TLS.
+#[test]
+fn run_and_unlock_over_rediss_sentinel_with_tls_ca() {
+    let certs = TestCerts::generate();
+    let group = SentinelGroup::start_with(
+        0,
+        1,
+        SentinelOptions {
+            tls: Some(certs.server.clone()),
+            tls_ca: Some(certs.ca.clone()),
+            ..SentinelOptions::default()
+        },
+    );
+    let url = group.tls_url();
+    let ca = certs.ca.display().to_string();
+    let key = unique("sentinel:tls");
+    let out = output(
+        redlease(&url)
+            .args(["--tls-ca", &ca])
+            .args(["run", "--key", &key, "--", "true"]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let counter = format!("redisson_lock_token:{{{key}}}");
+    assert!(redis::<Option<String>>(group.master(), &["GET", &counter]).is_some());
+    redis::<i64>(
+        group.master(),
+        &["HSET", &key, "0b6f3e1e-0000-4000-8000-000000000000:1", "1"],
+    );
+    let out = output(
+        redlease(&url)
+            .args(["--tls-ca", &ca])
+            .args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(redis::<i64>(group.master(), &["EXISTS", &key]), 0);
 }
