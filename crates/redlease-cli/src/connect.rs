@@ -26,6 +26,8 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) struct Target {
     url: String,
     tls: Tls,
+    /// `--sentinel-password`: the sentinels' own, never printed.
+    sentinel_password: Option<String>,
 }
 
 impl Target {
@@ -33,7 +35,26 @@ impl Target {
         Target {
             url,
             tls: Tls::default(),
+            sentinel_password: None,
         }
+    }
+
+    /// The same URL, authenticating to its sentinels with `password`.
+    pub(crate) fn with_sentinel_password(self, password: Option<String>) -> Target {
+        Target {
+            sentinel_password: password,
+            ..self
+        }
+    }
+
+    /// A client builder for the URL with the TLS files and the sentinels'
+    /// password.
+    fn builder(&self) -> redlease::ClientBuilder {
+        let mut builder = self.tls.apply(redlease::Client::builder(&self.url));
+        if let Some(password) = &self.sentinel_password {
+            builder = builder.sentinel_password(password.clone());
+        }
+        builder
     }
 
     /// The same URL, with `tls` for every connection made from it.
@@ -47,9 +68,13 @@ impl Target {
     }
 
     /// `message` with every occurrence of the URL's password (as written and
-    /// percent-decoded) replaced by `***`, in case a library quoted it.
+    /// percent-decoded) and of the sentinels' password replaced by `***`,
+    /// in case a library quoted them.
     pub(crate) fn scrub(&self, message: &str) -> String {
         let mut out = message.replace(&self.url, &self.redacted());
+        if let Some(secret) = self.sentinel_password.as_deref().filter(|s| !s.is_empty()) {
+            out = out.replace(secret, "***");
+        }
         if let Some(secret) = redlease::url::password(&self.url) {
             let decoded = percent_decode_str(secret).decode_utf8_lossy();
             for form in [secret, &*decoded] {
@@ -66,7 +91,7 @@ impl Target {
         &self,
         watchdog_timeout: Option<Duration>,
     ) -> Result<redlease::Client, String> {
-        let mut builder = self.tls.apply(redlease::Client::builder(&self.url));
+        let mut builder = self.builder();
         if let Some(timeout) = watchdog_timeout {
             builder = builder.watchdog_timeout(timeout);
         }
@@ -77,8 +102,7 @@ impl Target {
     /// waits for replies as long as [`connection`](Target::connection):
     /// a scan's pipelines are bigger than a lock call's.
     pub(crate) async fn reader(&self) -> Result<redlease::Client, String> {
-        self.tls
-            .apply(redlease::Client::builder(&self.url))
+        self.builder()
             .response_timeout(TIMEOUT)
             .connection_timeout(TIMEOUT)
             .build()
@@ -86,7 +110,14 @@ impl Target {
             .map_err(|e| self.failed(&e))
     }
 
-    /// Whether the URL is a TLS one (`rediss://`, `rediss-cluster://`).
+    /// Whether the URL names a master under Sentinel (`redis-sentinel://`,
+    /// `rediss-sentinel://`).
+    pub(crate) fn is_sentinel(&self) -> bool {
+        is_sentinel_url(&self.url)
+    }
+
+    /// Whether the URL is a TLS one (`rediss://`, `rediss-cluster://`,
+    /// `rediss-sentinel://`).
     pub(crate) fn is_tls(&self) -> bool {
         is_tls_url(&self.url)
     }
@@ -102,8 +133,9 @@ impl Target {
         if self.is_cluster() {
             return self.cluster_connection().await;
         }
-        // Under Sentinel: the master the sentinels name now.
-        let url = match redlease::url::sentinel_master(&self.url).await {
+        // Under Sentinel: the master the sentinels name now, asked with
+        // the TLS files and the sentinels' password.
+        let url = match self.builder().sentinel_master().await {
             Ok(Some(master)) => master,
             Ok(None) => self.url.clone(),
             Err(e) => return Err(self.failed(&e)),
@@ -150,6 +182,13 @@ impl Target {
     }
 }
 
+/// Returns true if and only if `url` names a master under Sentinel.
+pub(crate) fn is_sentinel_url(url: &str) -> bool {
+    ["redis-sentinel://", "rediss-sentinel://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+}
+
 /// Prints `redlease: <message>` on stderr and returns exit code 1.
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("redlease: {message}");
@@ -184,5 +223,9 @@ mod tests {
         // stays as written.
         let t = Target::new("redis://u:caf%C3%A9%zz@h:1".to_owned());
         assert_eq!(t.scrub("auth café%zz failed"), "auth *** failed");
+        let t = Target::new("redis-sentinel://:data@h:1#m".to_owned())
+            .with_sentinel_password(Some("s3ntinel".to_owned()));
+        assert_eq!(t.scrub("data and s3ntinel"), "*** and ***");
+        assert!(!format!("{:?}", t.builder()).contains("s3ntinel"));
     }
 }

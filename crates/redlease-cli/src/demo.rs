@@ -88,14 +88,19 @@ pub(crate) struct DemoArgs {
     json: bool,
 }
 
-pub(crate) async fn main(url: Option<String>, tls: Tls, args: DemoArgs) -> ExitCode {
+pub(crate) async fn main(
+    url: Option<String>,
+    tls: Tls,
+    sentinel_password: Option<String>,
+    args: DemoArgs,
+) -> ExitCode {
     if let Err(usage) = check_cluster_url(url.as_deref(), &args) {
         return usage;
     }
     if let Err(usage) = check_tls_url(url.as_deref(), &tls, &args) {
         return usage;
     }
-    match run(url, tls, args).await {
+    match run(url, tls, sentinel_password, args).await {
         Ok(summary) if summary.locked.exact => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => connect::fail(&e),
@@ -134,13 +139,19 @@ fn check_tls_url(url: Option<&str>, tls: &Tls, args: &DemoArgs) -> Result<(), Ex
     Err(crate::usage_error(
         "demo",
         format!(
-            "--tls-ca, --tls-cert and --tls-key need a rediss:// or rediss-cluster:// url in \
+            "--tls-ca, --tls-cert and --tls-key need a rediss://, rediss-cluster:// or \
+             rediss-sentinel:// url in \
              --url or REDIS_URL, but the url is {url}"
         ),
     ))
 }
 
-async fn run(url: Option<String>, tls: Tls, args: DemoArgs) -> Result<Summary, String> {
+async fn run(
+    url: Option<String>,
+    tls: Tls,
+    sentinel_password: Option<String>,
+    args: DemoArgs,
+) -> Result<Summary, String> {
     // A redis-cluster:// URL means a cluster even without --cluster: the
     // keys need its hash tag, and the summary says where they lived.
     let cluster = args.cluster || (!args.private && url.as_deref().is_some_and(is_cluster));
@@ -150,11 +161,13 @@ async fn run(url: Option<String>, tls: Tls, args: DemoArgs) -> Result<Summary, S
     };
     let snapshotter = recorder::install()?;
     let shop = new_shop(&args, cluster);
-    let tls = match redis.is_private() {
-        true => Tls::default(),
-        false => tls,
+    let (tls, sentinel_password) = match redis.is_private() {
+        true => (Tls::default(), None),
+        false => (tls, sentinel_password),
     };
-    let target = Target::new(redis.url.clone()).with_tls(tls);
+    let target = Target::new(redis.url.clone())
+        .with_tls(tls)
+        .with_sentinel_password(sentinel_password);
     let outcome = tokio::select! {
         outcome = scenario(&target, &args, &shop, &snapshotter) => outcome,
         signal = interrupted() => Err(signal),

@@ -52,6 +52,17 @@ struct Cli {
     url: Option<String>,
     #[command(flatten)]
     tls: connect::TlsArgs,
+    /// Password of the Redis Sentinels themselves (their requirepass), for
+    /// redis-sentinel:// and rediss-sentinel:// URLs; the URL's password
+    /// stays the master's. Never printed.
+    #[arg(
+        long,
+        env = "REDLEASE_SENTINEL_PASSWORD",
+        global = true,
+        hide_env_values = true,
+        value_name = "PASSWORD"
+    )]
+    sentinel_password: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -94,6 +105,7 @@ fn main() -> ExitCode {
         }
     };
     let url = cli.url;
+    let sentinel = cli.sentinel_password;
     // Read before anything connects, and only by the commands that do.
     let tls = match &cli.command {
         Command::Audit(_) | Command::Acl(_) => connect::Tls::default(),
@@ -104,21 +116,21 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => match with_tls("run", url, tls) {
+            Command::Run(args) => match with_tls("run", url, tls, sentinel) {
                 Ok(target) => run::main(target, args).await,
                 Err(usage) => usage,
             },
-            Command::Inspect(args) => match with_tls("inspect", url, tls) {
+            Command::Inspect(args) => match with_tls("inspect", url, tls, sentinel) {
                 Ok(target) => inspect::main(target, args).await,
                 Err(usage) => usage,
             },
-            Command::Unlock(args) => match with_tls("unlock", url, tls) {
+            Command::Unlock(args) => match with_tls("unlock", url, tls, sentinel) {
                 Ok(target) => unlock::main(target, args).await,
                 Err(usage) => usage,
             },
             Command::Audit(args) => audit::main(args),
             Command::Acl(args) => acl::main(args),
-            Command::Demo(args) => demo::main(url, tls, args).await,
+            Command::Demo(args) => demo::main(url, tls, sentinel, args).await,
         }
     })
 }
@@ -137,17 +149,32 @@ impl Command {
     }
 }
 
-/// The target of `--url` (or the default) with the TLS files; TLS files
-/// with a URL that is not a TLS one are a usage error, never ignored.
+/// The target of `--url` (or the default) with the TLS files and the
+/// sentinels' password; TLS files with a URL that is not a TLS one, or a
+/// sentinel password with one that is not a sentinel URL, are a usage
+/// error, never ignored.
 fn with_tls(
     subcommand: &str,
     url: Option<String>,
     tls: connect::Tls,
+    sentinel_password: Option<String>,
 ) -> Result<connect::Target, ExitCode> {
     let url = url_or_default(url);
     let target = connect::Target::new(url);
     check_tls_url(subcommand, &target, &tls)?;
-    Ok(target.with_tls(tls))
+    if sentinel_password.is_some() && !target.is_sentinel() {
+        return Err(usage_error(
+            subcommand,
+            format!(
+                "--sentinel-password needs a redis-sentinel:// or rediss-sentinel:// url, but the \
+                 url is {}",
+                target.redacted()
+            ),
+        ));
+    }
+    Ok(target
+        .with_tls(tls)
+        .with_sentinel_password(sentinel_password))
 }
 
 /// Refuses TLS files for a URL they would not apply to.
@@ -162,7 +189,8 @@ fn check_tls_url(
     Err(usage_error(
         subcommand,
         format!(
-            "--tls-ca, --tls-cert and --tls-key need a rediss:// or rediss-cluster:// url, but \
+            "--tls-ca, --tls-cert and --tls-key need a rediss://, rediss-cluster:// or \
+             rediss-sentinel:// url, but \
              the url is {}",
             target.redacted()
         ),

@@ -7,11 +7,12 @@ mod faults;
 mod form;
 mod look;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use faults::WrongSentinel;
 
-use crate::{RedisServer, ServerOptions, StartError};
+use crate::{RedisServer, ServerOptions, StartError, TlsFiles};
 
 /// How long starting a group, or letting it settle after a change, may
 /// take. A group settles about 2.3 s after its start; after a failover it
@@ -84,8 +85,8 @@ pub struct SentinelGroup {
     options: SentinelOptions,
 }
 
-/// Options for [`SentinelGroup::start_with`]. More may come (TLS); build
-/// them with `..SentinelOptions::default()`.
+/// Options for [`SentinelGroup::start_with`]. More may come; build them
+/// with `..SentinelOptions::default()`.
 #[derive(Clone, Debug)]
 pub struct SentinelOptions {
     /// The name the Sentinels know the master by, the URL's fragment.
@@ -105,6 +106,36 @@ pub struct SentinelOptions {
     /// aborted, and twice the time before a failed one is retried.
     /// Default 5 s.
     pub failover_timeout: Duration,
+    /// Every process of the group also serves TLS on a port of its own with
+    /// this certificate and key ([`TestCerts::server`](crate::TestCerts)),
+    /// replicates over TLS, and the Sentinels monitor the master's TLS
+    /// port, talk TLS to each other and name the TLS ports of the data
+    /// nodes, before and after a failover: connect with
+    /// [`tls_url`](SentinelGroup::tls_url). The plain ports stay open for the
+    /// kit's own setup and checks. Clients present no certificate.
+    pub tls: Option<TlsFiles>,
+    /// The CA the TLS processes trust (for each other's certificates), as
+    /// [`ServerOptions::tls_ca`]; [`TestCerts::ca`](crate::TestCerts) with
+    /// [`TestCerts::server`](crate::TestCerts) as [`tls`](SentinelOptions::tls).
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl SentinelOptions {
+    /// The TLS part of every process's options.
+    fn tls_server(&self) -> ServerOptions {
+        ServerOptions {
+            tls: self.tls.clone(),
+            tls_ca: self.tls_ca.clone(),
+            tls_replication: self.tls.is_some(),
+            ..ServerOptions::default()
+        }
+    }
+}
+
+/// The port a process of the group is known by to the others: its TLS
+/// port in a TLS group, else its port.
+fn shown(server: &RedisServer) -> u16 {
+    server.tls_port().unwrap_or_else(|| server.port())
 }
 
 impl Default for SentinelOptions {
@@ -115,6 +146,8 @@ impl Default for SentinelOptions {
             sentinel_password: None,
             down_after: Duration::from_secs(1),
             failover_timeout: Duration::from_secs(5),
+            tls: None,
+            tls_ca: None,
         }
     }
 }
@@ -211,19 +244,20 @@ impl SentinelGroup {
         options: SentinelOptions,
     ) -> Result<SentinelGroup, StartError> {
         assert!(sentinels > 0, "a sentinel group needs a sentinel");
+        let tls = options.tls_server();
         let data = ServerOptions {
             password: options.password.clone(),
-            ..ServerOptions::default()
+            ..tls.clone()
         };
         let master = RedisServer::try_start_with(data.clone())?;
         let replica = ServerOptions {
-            replica_of: Some(master.port()),
+            replica_of: Some(shown(&master)),
             ..data
         };
         let sentinel = ServerOptions {
             password: options.sentinel_password.clone(),
             sentinel: true,
-            ..ServerOptions::default()
+            ..tls
         };
         // Side by side: each process takes 0.1–0.25 s to answer.
         let started: Vec<Result<RedisServer, StartError>> = std::thread::scope(|scope| {
@@ -263,6 +297,10 @@ impl SentinelGroup {
     /// client's configuration would still list them), and the master's
     /// name; with `:<password>@` (as given, not percent-encoded) when the
     /// data nodes have one.
+    ///
+    /// In a TLS group these are the Sentinels' plain ports, but the
+    /// Sentinels name the master's TLS port: use
+    /// [`tls_url`](SentinelGroup::tls_url).
     pub fn url(&self) -> String {
         let credentials = match &self.options.password {
             Some(password) => format!(":{password}@"),
@@ -271,6 +309,31 @@ impl SentinelGroup {
         format!(
             "redis-sentinel://{credentials}{}#{}",
             self.sentinel_addresses().join(","),
+            self.options.master_name
+        )
+    }
+
+    /// `rediss-sentinel://127.0.0.1:<s1>,...#<name>` with the Sentinels'
+    /// TLS ports, for a group started with [`SentinelOptions::tls`];
+    /// otherwise as [`url`](SentinelGroup::url). Trust
+    /// [`SentinelOptions::tls_ca`] (`ClientBuilder::tls_ca`): the Sentinels
+    /// and the master present certificates it signed.
+    pub fn tls_url(&self) -> String {
+        if self.options.tls.is_none() {
+            return self.url();
+        }
+        let credentials = match &self.options.password {
+            Some(password) => format!(":{password}@"),
+            None => String::new(),
+        };
+        let sentinels: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|member| format!("127.0.0.1:{}", shown(&member.server)))
+            .collect();
+        format!(
+            "rediss-sentinel://{credentials}{}#{}",
+            sentinels.join(","),
             self.options.master_name
         )
     }
@@ -322,7 +385,7 @@ impl SentinelGroup {
 
     /// What Sentinel `i` answers to `SENTINEL GET-MASTER-ADDR-BY-NAME`:
     /// `127.0.0.1:<port>`, or `None` when it knows no master by the group's
-    /// name.
+    /// name. In a TLS group the port is the master's TLS port.
     ///
     /// # Panics
     ///
@@ -362,11 +425,14 @@ impl SentinelGroup {
             .unwrap_or_else(|| panic!("no sentinel {i}: the group has {count} of them"))
     }
 
-    /// The index in `nodes` of the data node on `port`.
+    /// The index in `nodes` of the data node on `port`, its plain or its
+    /// TLS port.
     fn node_index(&self, port: u16) -> usize {
         self.nodes
             .iter()
-            .position(|member| member.server.port() == port)
+            .position(|member| {
+                member.server.port() == port || member.server.tls_port() == Some(port)
+            })
             .unwrap_or_else(|| panic!("no data node of this group on port {port}"))
     }
 }

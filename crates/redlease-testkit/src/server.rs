@@ -57,6 +57,13 @@ pub struct ServerOptions {
     /// [`tls_ca`](ServerOptions::tls_ca) (`--tls-auth-clients yes`): mutual
     /// TLS. Off by default: clients present none.
     pub tls_auth_clients: bool,
+    /// Replicates over TLS (`--tls-replication yes`), with
+    /// [`tls`](ServerOptions::tls): a replica connects to its master's TLS
+    /// port (give that port as [`replica_of`](ServerOptions::replica_of))
+    /// and announces its own TLS port; a Sentinel talks TLS to the nodes and
+    /// the other Sentinels and announces its TLS port. Implied for a
+    /// cluster node.
+    pub tls_replication: bool,
     /// Starts the server as a Redis Cluster node, alone until it is
     /// introduced to others (`CLUSTER MEET`); [`RedisCluster`](crate::RedisCluster)
     /// does that. Cannot be combined with `replica_of`: a cluster node
@@ -375,6 +382,8 @@ fn tls_args(port: u16, tls: &TlsFiles, options: &ServerOptions) -> Vec<String> {
     // other's against `tls_ca`.
     if options.cluster.is_some() {
         args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(str::to_owned));
+    } else if options.tls_replication {
+        args.extend(["--tls-replication", "yes"].map(str::to_owned));
     }
     args
 }

@@ -8,7 +8,9 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redlease_testkit::{RedisServer, SentinelGroup, SentinelOptions, WrongSentinel, signal};
+use redlease_testkit::{
+    RedisServer, SentinelGroup, SentinelOptions, TestCerts, WrongSentinel, signal,
+};
 
 /// Runs `step` and prints how long it took.
 fn timed<T>(what: &str, step: impl FnOnce() -> T) -> T {
@@ -336,6 +338,48 @@ fn a_group_with_passwords_fails_over() {
             .unwrap();
         let err = redis::cmd("PING").exec(&mut bare).unwrap_err();
         assert_eq!(err.code(), Some("NOAUTH"), "{err}");
+    }
+}
+
+/// A TLS group: every process serves TLS, the replica replicates the
+/// master's TLS port, and the Sentinels name TLS ports before and after a
+/// failover; `tls_url` lists the Sentinels' TLS ports.
+#[test]
+fn a_tls_group_names_tls_ports_before_and_after_a_failover() {
+    let certs = TestCerts::generate();
+    let mut group = timed("TLS group settled", || {
+        SentinelGroup::start_with(
+            1,
+            3,
+            SentinelOptions {
+                tls: Some(certs.server.clone()),
+                tls_ca: Some(certs.ca.clone()),
+                ..SentinelOptions::default()
+            },
+        )
+    });
+    let tls = |server: &RedisServer| {
+        let port = server.tls_port().expect("a TLS group serves TLS");
+        assert_ne!(port, server.port());
+        format!("127.0.0.1:{port}")
+    };
+    let sentinels: Vec<String> = group.sentinels().into_iter().map(tls).collect();
+    assert_eq!(
+        group.tls_url(),
+        format!("rediss-sentinel://{}#mymaster", sentinels.join(","))
+    );
+    let master = tls(group.master());
+    for i in 0..3 {
+        assert_eq!(group.master_addr_by_sentinel(i), Some(master.clone()));
+    }
+    let replica = tls(group.replicas()[0]);
+    assert_eq!(
+        info_field(group.replicas()[0], "replication", "master_port"),
+        group.master().tls_port().unwrap().to_string()
+    );
+    assert_eq!(timed("TLS failover", || group.failover()), replica);
+    for i in 0..3 {
+        assert_eq!(group.master_addr_by_sentinel(i), Some(replica.clone()));
     }
 }
 

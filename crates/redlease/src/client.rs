@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::connection::{self, Connection, PubSubMode, Timeouts, TlsOptions};
+use crate::connection::{self, Connection, PubSubMode, SentinelAuth, Timeouts, TlsOptions};
 use crate::error::Error;
 use crate::name;
 use crate::pubsub::{Subscription, Subscriptions};
@@ -164,6 +164,7 @@ impl Client {
             replicas: None,
             pubsub_mode: PubSubMode::Auto,
             tls: TlsOptions::default(),
+            sentinel_auth: SentinelAuth::default(),
         }
     }
 
@@ -209,6 +210,8 @@ pub struct ClientBuilder {
     pubsub_mode: PubSubMode,
     /// Its `Debug` never shows the PEM bytes.
     tls: TlsOptions,
+    /// The sentinels' own credentials; its `Debug` never shows the password.
+    sentinel_auth: SentinelAuth,
 }
 
 impl ClientBuilder {
@@ -364,6 +367,69 @@ impl ClientBuilder {
         self
     }
 
+    /// Authenticates to the sentinels of a `redis-sentinel://` or
+    /// `rediss-sentinel://` URL with `password` (`AUTH password`): for
+    /// sentinels started with `requirepass`. The URL's own credentials
+    /// stay the master's (and its replicas'), and are never sent to the
+    /// sentinels; this password is never sent to the master.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](ClientBuilder::build) fails with an error for which
+    /// [`is_invalid_argument`](Error::is_invalid_argument) is true when the
+    /// URL is not a sentinel URL: the password is never silently ignored.
+    /// Sentinels that refuse it, or that require a password when none is
+    /// set, make `build` fail with an error for which
+    /// [`is_auth`](Error::is_auth) is true and whose message names each
+    /// sentinel and its answer.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), redlease::Error> {
+    /// let client = redlease::Client::builder(
+    ///     "redis-sentinel://:master-secret@10.0.0.1:26379,10.0.0.2:26379#mymaster",
+    /// )
+    /// .sentinel_password("sentinel-secret")
+    /// .build()
+    /// .await?;
+    /// # drop(client);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn sentinel_password(mut self, password: impl Into<String>) -> ClientBuilder {
+        self.sentinel_auth.password = Some(password.into());
+        self
+    }
+
+    /// Authenticates to the sentinels as the ACL user `username` (`AUTH
+    /// username password`), with
+    /// [`sentinel_password`](ClientBuilder::sentinel_password).
+    ///
+    /// # Errors
+    ///
+    /// As [`sentinel_password`](ClientBuilder::sentinel_password).
+    pub fn sentinel_username(mut self, username: impl Into<String>) -> ClientBuilder {
+        self.sentinel_auth.username = Some(username.into());
+        self
+    }
+
+    /// The current master of this builder's sentinel URL, as
+    /// [`url::sentinel_master`](crate::url::sentinel_master) returns it
+    /// (a one-node URL with the URL's credentials and database), asked of
+    /// the sentinels with this builder's TLS options and sentinel
+    /// credentials; `None` when the URL is not a sentinel URL. For tools
+    /// that open connections of their own.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](ClientBuilder::build) for a sentinel URL.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads; the sentinel connections it made close.
+    pub async fn sentinel_master(&self) -> Result<Option<String>, Error> {
+        connection::url::sentinel_master_with(&self.url, &self.tls, &self.sentinel_auth).await
+    }
+
     /// Connects and starts the client's watchdog task on the current Tokio
     /// runtime.
     ///
@@ -381,7 +447,7 @@ impl ClientBuilder {
     /// is only started once the connection is made.
     pub async fn build(self) -> Result<Client, Error> {
         let fencing_ttl_ms = self.validate()?;
-        let target = connection::url::parse(&self.url, &self.tls)?;
+        let target = connection::url::parse(&self.url, &self.tls, &self.sentinel_auth)?;
         let timeouts = Timeouts {
             response: self.response_timeout,
             connect: self.connection_timeout,

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct TlsArgs {
     /// PEM file of the CA that signed the server's certificate, for
-    /// rediss:// and rediss-cluster:// URLs: trusted instead of the
-    /// system's CAs.
+    /// rediss://, rediss-cluster:// and rediss-sentinel:// URLs: trusted
+    /// instead of the system's CAs.
     #[arg(long, env = "REDLEASE_TLS_CA", global = true, value_name = "FILE")]
     tls_ca: Option<PathBuf>,
     /// PEM file of a client certificate, for servers that require one
@@ -114,9 +114,14 @@ impl Tls {
 
 /// Returns true if and only if `url` is one TLS options apply to.
 pub(crate) fn is_tls_url(url: &str) -> bool {
-    ["rediss://", "valkeys://", "rediss-cluster://"]
-        .iter()
-        .any(|scheme| url.starts_with(scheme))
+    [
+        "rediss://",
+        "valkeys://",
+        "rediss-cluster://",
+        "rediss-sentinel://",
+    ]
+    .iter()
+    .any(|scheme| url.starts_with(scheme))
 }
 
 #[cfg(test)]
@@ -152,6 +157,7 @@ mod tests {
     #[test]
     fn tls_urls_are_told_apart() {
         assert!(is_tls_url("rediss://h:1") && is_tls_url("rediss-cluster://h:1"));
+        assert!(is_tls_url("rediss-sentinel://h:1#m") && !is_tls_url("redis-sentinel://h:1#m"));
         assert!(!is_tls_url("redis://h:1") && !is_tls_url("redis-cluster://h:1"));
     }
 }

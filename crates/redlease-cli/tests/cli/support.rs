@@ -16,6 +16,7 @@ pub(crate) fn redlease(url: &str) -> Command {
         .env_remove("REDLEASE_TLS_CA")
         .env_remove("REDLEASE_TLS_CERT")
         .env_remove("REDLEASE_TLS_KEY")
+        .env_remove("REDLEASE_SENTINEL_PASSWORD")
         .arg("--url")
         .arg(url)
         .stdin(Stdio::null());

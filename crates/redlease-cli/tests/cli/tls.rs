@@ -234,7 +234,7 @@ fn tls_usage_errors() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{command:?}: {err}");
         assert!(
-            err.contains("need a rediss:// or rediss-cluster:// url"),
+            err.contains("need a rediss://, rediss-cluster:// or rediss-sentinel:// url"),
             "{err}"
         );
     }

@@ -2,13 +2,14 @@
 //! old master back.
 
 use super::look::sentinel_cmd;
-use super::{SWITCH_WITHIN, SentinelGroup, State};
+use super::{SWITCH_WITHIN, SentinelGroup, State, shown};
 use crate::probe::field;
 
 impl SentinelGroup {
     /// Promotes a replica with `SENTINEL FAILOVER` and waits until every
     /// running Sentinel names it as the master (about 1.1 s); returns its
-    /// address, `127.0.0.1:<port>`.
+    /// address, `127.0.0.1:<port>`, as the Sentinels name it (its TLS port
+    /// in a TLS group).
     ///
     /// The old master is not waited for: it goes on accepting writes until
     /// a Sentinel turns it into a replica of the new one, about 11 s later.
@@ -133,12 +134,14 @@ impl SentinelGroup {
     /// makes it the group's master and returns its address.
     fn switch_from(&mut self, old: u16, after: &str) -> String {
         let sentinels = self.right_sentinels();
-        let running: Vec<u16> = self
+        // The ports the Sentinels name, and the plain ports to ask.
+        let running: Vec<(u16, u16)> = self
             .nodes
             .iter()
             .filter(|member| member.state == State::Running)
-            .map(|member| member.server.port())
+            .map(|member| (shown(&member.server), member.server.port()))
             .collect();
+        let old_shown = shown(&self.nodes[self.node_index(old)].server);
         let name = self.master_name().to_owned();
         let result = self.wait(SWITCH_WITHIN, |probe| {
             let mut named = None;
@@ -147,8 +150,8 @@ impl SentinelGroup {
                     probe.query(sentinel, &sentinel_cmd("GET-MASTER-ADDR-BY-NAME", &name))?;
                 let (host, port) =
                     answer.ok_or_else(|| format!("sentinel :{sentinel} knows no master {name}"))?;
-                if port == old {
-                    return Err(format!("sentinel :{sentinel} still names :{old}"));
+                if port == old_shown {
+                    return Err(format!("sentinel :{sentinel} still names :{old_shown}"));
                 }
                 match &named {
                     None => named = Some((host, port, sentinel)),
@@ -161,12 +164,12 @@ impl SentinelGroup {
                 }
             }
             let (host, port, _) = named.ok_or("no sentinel runs")?;
-            if !running.contains(&port) {
+            let Some(&(_, plain)) = running.iter().find(|&&(known, _)| known == port) else {
                 return Err(format!(
                     "the sentinels name :{port}, not a running node of the group"
                 ));
-            }
-            let info: String = probe.query(port, redis::cmd("INFO").arg("replication"))?;
+            };
+            let info: String = probe.query(plain, redis::cmd("INFO").arg("replication"))?;
             match field(&info, "role") {
                 Some("master") => Ok(format!("{host}:{port}")),
                 role => Err(format!(
@@ -218,7 +221,7 @@ impl SentinelGroup {
             State::Killed,
             "node :{port} is not killed"
         );
-        let master = self.master().port();
+        let master = shown(self.master());
         let node = &mut self.nodes[i];
         node.server.set_replica_of(master);
         node.server.restart();

@@ -3,7 +3,7 @@
 use super::look::sentinel_cmd;
 use std::collections::HashMap;
 
-use super::{SETTLE_WITHIN, SentinelGroup, State};
+use super::{SETTLE_WITHIN, SentinelGroup, State, shown};
 use crate::{RedisServer, ServerOptions};
 
 /// How [`SentinelGroup::make_sentinel_wrong`] makes a Sentinel give a wrong
@@ -129,16 +129,16 @@ impl SentinelGroup {
             WrongSentinel::OtherMaster => {
                 let decoy = RedisServer::start_with(ServerOptions {
                     password: self.options.password.clone(),
-                    ..ServerOptions::default()
+                    ..self.options.tls_server()
                 });
-                self.monitor(&mut probe, i, decoy.port(), 1)
+                self.monitor(&mut probe, i, shown(&decoy), 1)
                     .unwrap_or_else(|e| panic!("sentinel {i} monitoring a decoy: {e}"));
                 Some(decoy)
             }
         };
         let answer = decoy
             .as_ref()
-            .map(|decoy| format!("127.0.0.1:{}", decoy.port()));
+            .map(|decoy| format!("127.0.0.1:{}", shown(decoy)));
         let sentinel = self.sentinel_member_mut(i);
         sentinel.decoy = decoy;
         sentinel.state = State::Wrong;
@@ -152,6 +152,7 @@ impl SentinelGroup {
                 .unwrap_or_else(|e| panic!("SENTINEL RESET on sentinel :{other}: {e}"));
         }
         let after = format!("making sentinel {i} wrong");
+        let known_as = shown(self.sentinel(i)).to_string();
         self.wait(SETTLE_WITHIN, |probe| {
             self.look(probe, 0)?;
             for &other in &others {
@@ -159,7 +160,7 @@ impl SentinelGroup {
                     probe.query(other, &sentinel_cmd("SENTINELS", &name))?;
                 if known
                     .iter()
-                    .any(|entry| entry.get("port") == Some(&port.to_string()))
+                    .any(|entry| entry.get("port") == Some(&known_as))
                 {
                     return Err(format!("sentinel :{other} still knows sentinel :{port}"));
                 }
@@ -191,7 +192,7 @@ impl SentinelGroup {
                 .query::<()>(port, &sentinel_cmd("REMOVE", self.master_name()))
                 .unwrap_or_else(|e| panic!("SENTINEL REMOVE on sentinel {i}: {e}"));
         }
-        self.monitor(&mut probe, i, self.master().port(), self.quorum())
+        self.monitor(&mut probe, i, shown(self.master()), self.quorum())
             .unwrap_or_else(|e| panic!("sentinel {i} monitoring the master again: {e}"));
         let sentinel = self.sentinel_member_mut(i);
         sentinel.decoy = None;

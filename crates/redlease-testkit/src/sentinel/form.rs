@@ -1,6 +1,6 @@
 //! Bringing a freshly started group together.
 
-use super::{SETTLE_WITHIN, SentinelGroup, look};
+use super::{SETTLE_WITHIN, SentinelGroup, look, shown};
 use crate::probe::Probe;
 
 impl SentinelGroup {
@@ -10,7 +10,7 @@ impl SentinelGroup {
     /// which it asks at once and then every 10 s only.
     pub(super) fn introduce(&self) -> Result<(), String> {
         let replicas = self.expect().replicas;
-        let master = self.master().port();
+        let master = shown(self.master());
         self.wait(SETTLE_WITHIN, |probe| {
             for &port in &replicas {
                 let info: String = probe.query(port, redis::cmd("INFO").arg("replication"))?;
@@ -26,8 +26,9 @@ impl SentinelGroup {
             .map(drop)
     }
 
-    /// Makes Sentinel `i` monitor the master on `port` as the group's
-    /// master, with the group's options.
+    /// Makes Sentinel `i` monitor the master on `port` (the port the group
+    /// knows it by: its TLS port in a TLS group) as the group's master,
+    /// with the group's options.
     pub(super) fn monitor(
         &self,
         probe: &mut Probe,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::{POLL_EVERY, SETTLE_WITHIN, SentinelGroup, State};
+use super::{POLL_EVERY, SETTLE_WITHIN, SentinelGroup, State, shown};
 use crate::probe::{Probe, field};
 
 /// A settled group as the kit expects it: who is master, which replicas
@@ -14,6 +14,16 @@ pub(super) struct Expect<'a> {
     pub(super) master: u16,
     pub(super) replicas: Vec<u16>,
     pub(super) sentinels: Vec<u16>,
+    /// The port each process above is known by to the others, by its
+    /// plain port (see [`shown`]), when they differ.
+    pub(super) shown: HashMap<u16, u16>,
+}
+
+impl Expect<'_> {
+    /// The port the process on the plain `port` is known by.
+    fn shown(&self, port: u16) -> u16 {
+        self.shown.get(&port).copied().unwrap_or(port)
+    }
 }
 
 /// One Sentinel's description of an instance (`SENTINEL MASTER`, and each
@@ -62,6 +72,12 @@ impl SentinelGroup {
             master: self.master().port(),
             replicas: self.replicas().iter().map(|server| server.port()).collect(),
             sentinels: self.right_sentinels(),
+            shown: self
+                .nodes
+                .iter()
+                .chain(&self.sentinels)
+                .map(|member| (member.server.port(), shown(&member.server)))
+                .collect(),
         }
     }
 
@@ -145,23 +161,23 @@ fn check(probe: &mut Probe, expect: &Expect<'_>) -> Result<Vec<u16>, String> {
     }
     for &port in &expect.replicas {
         let info: String = probe.query(port, redis::cmd("INFO").arg("replication"))?;
-        replicates(&info, port, expect.master)?;
+        replicates(&info, port, expect.shown(expect.master))?;
     }
+    let master_shown = expect.shown(expect.master);
     let mut stale = Vec::new();
     for &sentinel in &expect.sentinels {
         let master: Description = probe.query(sentinel, &sentinel_cmd("MASTER", expect.name))?;
         let port = get(&master, "port");
         let flags = get(&master, "flags");
-        if port != expect.master.to_string() || flags != "master" {
+        if port != master_shown.to_string() || flags != "master" {
             return Err(format!(
-                "sentinel :{sentinel} sees master :{port} as {flags}, not :{} as master",
-                expect.master
+                "sentinel :{sentinel} sees master :{port} as {flags}, not :{master_shown} as master"
             ));
         }
         let replicas: Vec<Description> =
             probe.query(sentinel, &sentinel_cmd("REPLICAS", expect.name))?;
         for &replica in &expect.replicas {
-            let entry = find(&replicas, replica)
+            let entry = find(&replicas, expect.shown(replica))
                 .ok_or_else(|| format!("sentinel :{sentinel} does not know replica :{replica}"))?;
             if get(entry, "flags") != "slave" {
                 return Err(format!(
@@ -170,7 +186,7 @@ fn check(probe: &mut Probe, expect: &Expect<'_>) -> Result<Vec<u16>, String> {
                 ));
             }
             let fresh = get(entry, "role-reported") == "slave"
-                && get(entry, "master-port") == expect.master.to_string()
+                && get(entry, "master-port") == master_shown.to_string()
                 && get(entry, "master-link-status") == "ok";
             if !fresh && !stale.contains(&sentinel) {
                 stale.push(sentinel);
@@ -179,7 +195,7 @@ fn check(probe: &mut Probe, expect: &Expect<'_>) -> Result<Vec<u16>, String> {
         let others: Vec<Description> =
             probe.query(sentinel, &sentinel_cmd("SENTINELS", expect.name))?;
         for &other in expect.sentinels.iter().filter(|&&other| other != sentinel) {
-            let entry = find(&others, other)
+            let entry = find(&others, expect.shown(other))
                 .ok_or_else(|| format!("sentinel :{sentinel} does not know sentinel :{other}"))?;
             // `master_down` is what the other said when last asked about
             // the master, a vote's leftover that clears within 5 s.

@@ -27,6 +27,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, RedisError, Value};
 
 pub(crate) use pushes::{Push, Pushes};
+pub(crate) use sentinel::SentinelAuth;
 pub(crate) use tls::TlsOptions;
 
 use crate::scripts::ScriptCall;

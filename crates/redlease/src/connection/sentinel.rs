@@ -33,7 +33,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ConnectionInfo, PushInfo, PushKind, RedisError};
 use tokio::sync::{OnceCell, mpsc, watch};
 
-pub(crate) use address::parse;
+pub(crate) use address::{SentinelAuth, parse};
 use monitor::{Master, Monitor};
 
 use super::tls::Certificates;

@@ -4,6 +4,7 @@
 
 use redis::IntoConnectionInfo;
 
+use super::SentinelAuth;
 use super::tls::{Certificates, TlsOptions};
 use crate::error::Error;
 
@@ -35,8 +36,9 @@ const TLS_CLUSTER_SCHEME: &str = "rediss-cluster://";
 /// #master-name` for a master under Sentinel (`rediss-sentinel://` over
 /// TLS, to the sentinels and the master alike). `tls` applies to TLS URLs
 /// only: given with a plain URL it is an error, never a silent plaintext
-/// connection.
-pub(crate) fn parse(url: &str, tls: &TlsOptions) -> Result<Target, Error> {
+/// connection; `sentinel` (the sentinels' own credentials) likewise to
+/// sentinel URLs only.
+pub(crate) fn parse(url: &str, tls: &TlsOptions, sentinel: &SentinelAuth) -> Result<Target, Error> {
     let invalid =
         |e: redis::RedisError| Error::invalid(format!("invalid redis url {:?}: {e}", redact(url)));
     if !tls.is_empty() && !is_tls(url) {
@@ -52,8 +54,14 @@ pub(crate) fn parse(url: &str, tls: &TlsOptions) -> Result<Target, Error> {
         )));
     }
     let certs = tls.certificates()?;
-    if let Some(target) = super::sentinel::parse(url, certs.clone())? {
+    if let Some(target) = super::sentinel::parse(url, certs.clone(), sentinel)? {
         return Ok(Target::Sentinel(target));
+    }
+    if !sentinel.is_empty() {
+        return Err(Error::invalid(format!(
+            "sentinel_password needs a redis-sentinel:// or rediss-sentinel:// url, but found {:?}",
+            redact(url)
+        )));
     }
     if let Some(seeds) = cluster_seeds(url)? {
         return cluster(url, seeds, certs);
@@ -154,7 +162,11 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
 /// `rediss-sentinel://`), asked of the sentinels now; `None` when `url` is
 /// not a sentinel URL. For tools that open connections of their own
 /// (`redlease demo`); a [`Client`](crate::Client) follows the master by
-/// itself.
+/// itself. Asks the sentinels without credentials or TLS options of their
+/// own; [`ClientBuilder::sentinel_master`](crate::ClientBuilder::sentinel_master)
+/// uses a builder's
+/// ([`sentinel_password`](crate::ClientBuilder::sentinel_password),
+/// [`tls_ca`](crate::ClientBuilder::tls_ca)).
 ///
 /// # Errors
 ///
@@ -165,7 +177,16 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
 ///
 /// Cancel-safe: it only reads; the sentinel connections it made close.
 pub async fn sentinel_master(url: &str) -> Result<Option<String>, Error> {
-    match super::sentinel::parse(url, None)? {
+    sentinel_master_with(url, &TlsOptions::default(), &SentinelAuth::default()).await
+}
+
+/// [`sentinel_master`] with TLS options and the sentinels' credentials.
+pub(crate) async fn sentinel_master_with(
+    url: &str,
+    tls: &TlsOptions,
+    sentinel: &SentinelAuth,
+) -> Result<Option<String>, Error> {
+    match super::sentinel::parse(url, tls.certificates()?, sentinel)? {
         Some(target) => Ok(Some(target.master_url().await?)),
         None => Ok(None),
     }
@@ -230,6 +251,31 @@ pub fn password(url: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `parse` without sentinel credentials.
+    fn parse(url: &str, tls: &TlsOptions) -> Result<Target, Error> {
+        super::parse(url, tls, &SentinelAuth::default())
+    }
+
+    #[test]
+    fn a_sentinel_password_is_refused_with_other_urls() {
+        let auth = SentinelAuth {
+            username: None,
+            password: Some("sentinel-pw".to_owned()),
+        };
+        let tls = TlsOptions::default();
+        let e = super::parse("redis://u:secret@a:1", &tls, &auth)
+            .err()
+            .unwrap();
+        assert!(e.is_invalid_argument(), "{e}");
+        assert!(e.to_string().contains("sentinel_password needs"), "{e}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+        assert!(!e.to_string().contains("sentinel-pw"), "{e}");
+        assert!(matches!(
+            super::parse("redis-sentinel://a:1#m", &tls, &auth),
+            Ok(Target::Sentinel(_))
+        ));
+    }
 
     #[test]
     fn redact_hides_the_password_only() {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use redlease_testkit::{RedisServer, SentinelGroup, WrongSentinel};
+use redlease_testkit::{RedisServer, SentinelGroup, SentinelOptions, WrongSentinel};
 
 use crate::support::{spawn_timed, unique};
 
@@ -275,4 +275,125 @@ async fn an_unknown_master_name_is_an_invalid_argument() {
         .await
         .unwrap_err();
     assert!(err.is_connection(), "{err:?}");
+}
+
+/// Sentinels that require a password (`requirepass`), data nodes with a
+/// password of their own: `sentinel_password` goes to the sentinels, the
+/// URL's password to the master. Without the sentinels' password, or with
+/// a wrong one, building fails with an auth error naming every sentinel
+/// and the option; without the URL's password the master refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_with_a_password_take_sentinel_password() {
+    let group = SentinelGroup::start_with(
+        1,
+        3,
+        SentinelOptions {
+            password: Some("data-secret".to_owned()),
+            sentinel_password: Some("sentinel-secret".to_owned()),
+            ..SentinelOptions::default()
+        },
+    );
+    let url = group.url();
+    let client = redlease::Client::builder(&url)
+        .sentinel_password("sentinel-secret")
+        .build()
+        .await
+        .unwrap();
+    let name = unique("sentinel:auth");
+    let guard = client.lock(&name).try_lock().await.unwrap();
+    assert!(exists_on(group.master(), &name));
+    guard.unlock().await.unwrap();
+
+    for builder in [
+        redlease::Client::builder(&url),
+        redlease::Client::builder(&url).sentinel_password("wrong"),
+    ] {
+        let e = builder.build().await.expect_err("the sentinels refuse");
+        let message = e.to_string();
+        assert!(e.is_auth(), "{e:?}");
+        for sentinel in group.sentinel_addresses() {
+            assert!(message.contains(&sentinel), "{message}");
+        }
+        assert!(message.contains("sentinel_password"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+    }
+
+    // The sentinels' password is not the master's: the URL's is.
+    let bare = url.replace(":data-secret@", "");
+    assert_ne!(bare, url);
+    let refused = match redlease::Client::builder(&bare)
+        .sentinel_password("sentinel-secret")
+        .build()
+        .await
+    {
+        Err(e) => e,
+        Ok(client) => client.lock(&name).try_lock().await.err().unwrap(),
+    };
+    assert!(refused.is_auth(), "{refused:?}");
+}
+
+/// `rediss-sentinel://` with the test's own CA: the sentinels and the
+/// master are reached over TLS only (the sentinels name TLS ports); a lock,
+/// a waiter woken by its release, and after `SENTINEL FAILOVER` new
+/// acquisitions land on the new master within 2 s.
+#[cfg(feature = "tls-rustls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_locks_wakes_and_follows_a_failover() {
+    use redlease_testkit::TestCerts;
+
+    let certs = TestCerts::generate();
+    let group = SentinelGroup::start_with(
+        1,
+        3,
+        SentinelOptions {
+            tls: Some(certs.server.clone()),
+            tls_ca: Some(certs.ca.clone()),
+            ..SentinelOptions::default()
+        },
+    );
+    let url = group.tls_url();
+    assert!(url.starts_with("rediss-sentinel://"), "{url}");
+    let connect = || {
+        redlease::Client::builder(&url)
+            .tls_ca(TestCerts::pem(&certs.ca))
+            .watchdog_timeout(Duration::from_millis(1500))
+            .build()
+    };
+    let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
+    // Without the CA the sentinels' certificates are not trusted.
+    assert!(redlease::Client::connect(&url).await.is_err());
+
+    let name = unique("sentinel:tls");
+    let held = a.lock(&name).try_lock().await.unwrap();
+    assert!(exists_on(group.master(), &name));
+    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (guard, at) = waiter.await.unwrap();
+    assert!(
+        at - released < Duration::from_secs(1),
+        "{:?}",
+        at - released
+    );
+    guard.unwrap().unlock().await.unwrap();
+
+    let (group, address) = failover(group).await;
+    let switched = Instant::now();
+    let tls_port = group.master().tls_port().unwrap();
+    assert_eq!(address, format!("127.0.0.1:{tls_port}"));
+    loop {
+        let name = unique("sentinel:tls-after");
+        if let Ok(guard) = a.lock(&name).try_lock().await
+            && exists_on(group.master(), &name)
+        {
+            guard.unlock().await.unwrap();
+            break;
+        }
+        assert!(
+            switched.elapsed() < Duration::from_secs(2),
+            "no acquisition on the new master within 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

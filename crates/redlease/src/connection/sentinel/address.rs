@@ -2,6 +2,7 @@
 //! [,host[:port]...][/db]#master-name` (the form Lettuce reads), and
 //! `rediss-sentinel://` for TLS to the sentinels and the master alike.
 
+use std::fmt;
 use std::sync::Arc;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
@@ -14,9 +15,59 @@ use crate::error::Error;
 /// The port a sentinel listens on when the URL gives none.
 const SENTINEL_PORT: u16 = 26379;
 
+/// The credentials of the sentinels themselves
+/// ([`ClientBuilder::sentinel_password`](crate::ClientBuilder::sentinel_password)),
+/// as opposed to the URL's, which are the master's.
+#[derive(Clone, Default)]
+pub(crate) struct SentinelAuth {
+    pub(crate) username: Option<String>,
+    pub(crate) password: Option<String>,
+}
+
+/// Never prints the password.
+impl fmt::Debug for SentinelAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelAuth")
+            .field("username", &self.username)
+            .field(
+                "password",
+                &if self.password.is_some() {
+                    "<set>"
+                } else {
+                    "<none>"
+                },
+            )
+            .finish()
+    }
+}
+
+impl SentinelAuth {
+    /// Returns true if and only if no credential is set.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.username.is_none() && self.password.is_none()
+    }
+
+    /// `info` with these credentials.
+    fn apply(&self, info: ConnectionInfo) -> ConnectionInfo {
+        let mut redis = info.redis_settings().clone();
+        if let Some(username) = &self.username {
+            redis = redis.set_username(username);
+        }
+        if let Some(password) = &self.password {
+            redis = redis.set_password(password);
+        }
+        info.set_redis_settings(redis)
+    }
+}
+
 /// Parses a sentinel URL; `None` when `url` is not one. `certs` (a custom
-/// CA, a client certificate) apply to the sentinels and the master alike.
-pub(crate) fn parse(url: &str, certs: Option<Certificates>) -> Result<Option<Arc<Target>>, Error> {
+/// CA, a client certificate) apply to the sentinels and the master alike;
+/// `auth` to the sentinels only.
+pub(crate) fn parse(
+    url: &str,
+    certs: Option<Certificates>,
+    auth: &SentinelAuth,
+) -> Result<Option<Arc<Target>>, Error> {
     let (rest, tls) = if let Some(rest) = url.strip_prefix("redis-sentinel://") {
         (rest, false)
     } else if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
@@ -63,12 +114,13 @@ pub(crate) fn parse(url: &str, certs: Option<Certificates>) -> Result<Option<Arc
         } else {
             format!("{host}:{SENTINEL_PORT}")
         };
-        // The sentinels get no credentials and no database: those are the
-        // master's (sentinels usually have none, and refuse SELECT).
+        // The sentinels get no database and none of the URL's credentials:
+        // those are the master's (sentinels refuse SELECT); only their own.
         let info = format!("{scheme}://{address}")
             .as_str()
             .into_connection_info()
             .map_err(|e| invalid(&e.to_string()))?;
+        let info = auth.apply(info);
         let client = client(info, certs.as_ref()).map_err(|e| invalid(&e.to_string()))?;
         sentinels.push(client);
     }
@@ -124,7 +176,7 @@ mod tests {
     use super::*;
 
     fn target(url: &str) -> Arc<Target> {
-        parse(url, None).unwrap().unwrap()
+        parse(url, None, &SentinelAuth::default()).unwrap().unwrap()
     }
 
     #[test]
@@ -147,7 +199,11 @@ mod tests {
         assert_eq!(redis.db(), 3);
         assert_eq!(redis.username(), Some("app"));
         assert_eq!(redis.password(), Some("pw"));
-        assert!(parse("redis://a:6379", None).unwrap().is_none());
+        assert!(
+            parse("redis://a:6379", None, &SentinelAuth::default())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -160,9 +216,50 @@ mod tests {
             "redis-sentinel://a:1?x=1#m",
             "redis-sentinel://u:secret@a:1/x#m",
         ] {
-            let err = parse(url, None).unwrap_err();
+            let err = parse(url, None, &SentinelAuth::default()).unwrap_err();
             assert!(err.is_invalid_argument(), "{url}");
             assert!(!err.to_string().contains("secret"), "{err}");
         }
+    }
+
+    #[test]
+    fn sentinel_credentials_go_to_the_sentinels_only() {
+        let auth = SentinelAuth {
+            username: Some("watcher".to_owned()),
+            password: Some("sentinel-pw".to_owned()),
+        };
+        let t = parse("redis-sentinel://:data-pw@a:1,b:2/2#m", None, &auth)
+            .unwrap()
+            .unwrap();
+        for c in t.sentinels() {
+            let redis = c.get_connection_info().redis_settings();
+            assert_eq!(redis.username(), Some("watcher"));
+            assert_eq!(redis.password(), Some("sentinel-pw"));
+            assert_eq!(redis.db(), 0);
+        }
+        let master = at(t.template(), "10.0.0.9", 6390).redis_settings().clone();
+        assert_eq!(
+            (master.username(), master.password()),
+            (None, Some("data-pw"))
+        );
+        assert_eq!(master.db(), 2);
+        // A password alone, as `requirepass` on the sentinels wants.
+        let auth = SentinelAuth {
+            username: None,
+            password: Some("sentinel-pw".to_owned()),
+        };
+        let t = parse("redis-sentinel://a:1#m", None, &auth)
+            .unwrap()
+            .unwrap();
+        let redis = t.sentinels()[0]
+            .get_connection_info()
+            .redis_settings()
+            .clone();
+        assert_eq!(
+            (redis.username(), redis.password()),
+            (None, Some("sentinel-pw"))
+        );
+        assert_eq!(t.template().redis_settings().password(), None);
+        assert!(!format!("{auth:?}").contains("sentinel-pw"));
     }
 }

@@ -104,8 +104,20 @@ impl Monitor {
                 monitor.name,
                 said.join("; ")
             );
+            let refused = |a: &Result<_, redis::RedisError>| {
+                a.as_ref().is_err_and(|e| Error::from(e.clone()).is_auth())
+            };
             return Err(if answers.iter().any(Result::is_ok) {
                 Error::invalid(message)
+            } else if answers.iter().all(refused) {
+                // Every sentinel wants (other) credentials: say whose.
+                Error::from(redis::RedisError::from((
+                    redis::ErrorKind::AuthenticationFailed,
+                    "the sentinels refused the connection",
+                    format!(
+                        "{message}; the sentinels' password is set with ClientBuilder::sentinel_password, the url's credentials are the master's"
+                    ),
+                )))
             } else {
                 Error::from(redis::RedisError::from(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,
