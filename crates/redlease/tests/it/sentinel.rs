@@ -397,3 +397,58 @@ async fn rediss_sentinel_locks_wakes_and_follows_a_failover() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Connected clients of `server`, less the one asking.
+fn clients_of(server: &RedisServer) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query(&mut server.connection())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .map_or(0, |n| n.trim().parse::<i64>().unwrap())
+        - 1
+}
+
+/// `url::sentinel_master` answers the master's one-node URL, and is
+/// cancel-safe: cancelled at any point, or dropped after answering, it
+/// leaves no connection open on the sentinels (its monitor and tasks end
+/// with it); a dropped client closes its sentinel connections too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_master_answers_and_leaves_nothing_behind() {
+    let group = SentinelGroup::start(1, 3);
+    let sentinel = group.sentinel(0);
+    let before = clients_of(sentinel);
+    let master = redlease::url::sentinel_master(&group.url())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        master,
+        format!("redis://127.0.0.1:{}/0", group.master().port())
+    );
+    for cut in [0, 1, 2, 5, 20] {
+        let _ = tokio::time::timeout(
+            Duration::from_millis(cut),
+            redlease::url::sentinel_master(&group.url()),
+        )
+        .await;
+    }
+    let c = client(&group, Duration::from_secs(30)).await;
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while clients_of(sentinel) > before {
+        assert!(
+            Instant::now() < deadline,
+            "{} connections left on a sentinel, {before} before",
+            clients_of(sentinel)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        redlease::url::sentinel_master("redis://127.0.0.1:1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
