@@ -161,6 +161,7 @@ impl Client {
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
+            redisson_fenced_interop: false,
             replicas: None,
             pubsub_mode: PubSubMode::Auto,
             tls: TlsOptions::default(),
@@ -205,6 +206,8 @@ pub struct ClientBuilder {
     response_timeout: Duration,
     connection_timeout: Duration,
     fencing_counter_ttl: Duration,
+    /// Keep fencing counters for ever; see `redisson_fenced_interop`.
+    redisson_fenced_interop: bool,
     /// Replicas that must acknowledge an acquire, and for how long to wait.
     replicas: Option<(u32, Duration)>,
     pubsub_mode: PubSubMode,
@@ -252,6 +255,26 @@ impl ClientBuilder {
     /// At least 1 ms.
     pub fn fencing_counter_ttl(mut self, ttl: Duration) -> ClientBuilder {
         self.fencing_counter_ttl = ttl;
+        self
+    }
+
+    /// For a deployment where Java services take fencing tokens from the
+    /// same counters with Redisson's `RFencedLock`: keeps every fencing
+    /// counter for ever (no time to live; one a counter had is removed at
+    /// the next acquisition), replacing
+    /// [`fencing_counter_ttl`](ClientBuilder::fencing_counter_ttl).
+    ///
+    /// Redisson issues a token with `INCR`, which keeps a counter's time to
+    /// live but never sets one: with the default 24 h, a lock that only
+    /// Java takes for a day loses its counter, and Java's next token is 1,
+    /// older than every token before. redlease's own tokens never go back
+    /// (they start from the server's clock), but a database guard compares
+    /// both. With this setting a counter ends only when Redis loses its
+    /// data (a restart without persistence, a failover that lost it), and
+    /// then Java's tokens restart at 1 whatever redlease does; the price is
+    /// one small key per lock name, for ever, as with Redisson alone.
+    pub fn redisson_fenced_interop(mut self, on: bool) -> ClientBuilder {
+        self.redisson_fenced_interop = on;
         self
     }
 
@@ -491,7 +514,11 @@ impl ClientBuilder {
             )));
         }
         name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
-        let fencing_ttl_ms = name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?;
+        let fencing_ttl_ms = match self.redisson_fenced_interop {
+            // No expiry: the scripts read 0 as none.
+            true => 0,
+            false => name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?,
+        };
         if let Some((count, wait)) = self.replicas {
             if count == 0 {
                 return Err(Error::invalid("required replica count must be at least 1"));

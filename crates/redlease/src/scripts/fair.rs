@@ -79,7 +79,8 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
 ///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
 ///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
-///   the fencing counter's time to live in milliseconds; ARGV\[8\]: the
+///   the fencing counter's time to live in milliseconds (`0`: none, as for
+///   [`acquire`](super::lock::acquire)); ARGV\[8\]: the
 ///   publish command (`publish` or `spublish`).
 /// * Dead waiters are first dropped from the head of the queue. The lock is
 ///   taken when it is free and the queue is empty or starts with this owner

@@ -15,7 +15,10 @@ use crate::layout;
 ///
 /// The token is the larger of the server's clock in microseconds (`TIME`)
 /// and the counter's last value plus one; the counter is then set to it
-/// with the given time to live. So tokens keep increasing when the counter
+/// with the given time to live, or with none when it is `0` (for a
+/// deployment where Redisson's `RFencedLock` also takes tokens: its `INCR`
+/// never refreshes a time to live, and restarts at 1 on a counter that
+/// expired). So tokens keep increasing when the counter
 /// is gone, whether it expired (an idle lock name leaves no key behind for
 /// ever) or Redis restarted empty, provided the server's clock did not step
 /// back and fewer than one token per microsecond was issued for the name
@@ -45,7 +48,11 @@ local function fence(counter, ttl)
             token = last + 1
         end
     end
-    redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
+    if tonumber(ttl) > 0 then
+        redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
+    else
+        redis.call('set', counter, string.format('%.0f', token))
+    end
     return token
 end
 ";
@@ -68,7 +75,9 @@ return {0, redis.call('pttl', KEYS[1])}
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: the fencing counter,
 ///   [`layout::token_key`].
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field;
-///   ARGV\[3\]: the counter's time to live in milliseconds.
+///   ARGV\[3\]: the counter's time to live in milliseconds, `0` for none
+///   (the counter is then kept for ever, and a time to live it had is
+///   removed).
 /// * Returns `{1, token}` when acquired (the field's count went up by one,
 ///   the key's expiry is now the lease, and `token` is the new fencing
 ///   token), otherwise `{0, pttl}` with the key's `PTTL` in milliseconds
