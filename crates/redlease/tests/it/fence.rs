@@ -123,6 +123,77 @@ async fn tokens_increase_after_the_counter_expires() {
     guard.unlock().await.unwrap();
 }
 
+/// The hazard of a mixed deployment with the default counter expiry
+/// (#15): Java's `INCR` never refreshes the expiry redlease set, so a name
+/// only Java locks loses its counter, and Java's next token is 1. With
+/// `redisson_fenced_interop(true)` the counter has no expiry (one it had is
+/// removed at the next acquisition, plain or fair), so Java's `INCR`
+/// continues the sequence however long Java alone takes the lock.
+#[tokio::test]
+async fn redisson_fenced_interop_keeps_the_counter_for_ever() {
+    let server = RedisServer::shared();
+    let mut conn = server.connection();
+    let incr = |conn: &mut redis::Connection, name: &str| -> u64 {
+        redis::cmd("INCR")
+            .arg(counter_of(name))
+            .query(conn)
+            .unwrap()
+    };
+    // The hazard, with a short expiry to see it.
+    let short = redlease::Client::builder(&server.url())
+        .fencing_counter_ttl(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    let name = unique("fence-java-backwards");
+    let ours = short.lock(&name).try_lock().await.unwrap();
+    let t1 = ours.fencing_token();
+    ours.unlock().await.unwrap();
+    assert_eq!(
+        incr(&mut conn, &name),
+        t1 + 1,
+        "java continues while it lives"
+    );
+    let gone = eventually(Duration::from_secs(2), || {
+        !exists(server, &counter_of(&name))
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "java's INCR kept the expiry, and it ran out"
+    );
+    assert_eq!(incr(&mut conn, &name), 1, "java's token went back to 1");
+
+    // The setting: no expiry, for both kinds, even over a counter that had
+    // one.
+    let interop = redlease::Client::builder(&server.url())
+        .redisson_fenced_interop(true)
+        .build()
+        .await
+        .unwrap();
+    for fair in [false, true] {
+        let name = unique("fence-interop");
+        let g = short.lock(&name).try_lock().await.unwrap();
+        g.unlock().await.unwrap();
+        assert!(pttl(server, &counter_of(&name)) > 0);
+        let lock = if fair {
+            interop.fair_lock(&name)
+        } else {
+            interop.lock(&name)
+        };
+        let g = lock.try_lock().await.unwrap();
+        let t = g.fencing_token();
+        g.unlock().await.unwrap();
+        assert_eq!(pttl(server, &counter_of(&name)), -1, "fair: {fair}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(incr(&mut conn, &name), t + 1, "fair: {fair}");
+        let g = interop.lock(&name).try_lock().await.unwrap();
+        assert!(g.fencing_token() > t + 1);
+        g.unlock().await.unwrap();
+        assert_eq!(pttl(server, &counter_of(&name)), -1);
+    }
+}
+
 /// Redis restarted without its data: the counter is gone, and tokens still
 /// increase.
 #[tokio::test]
