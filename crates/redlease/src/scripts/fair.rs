@@ -4,7 +4,9 @@
 //! lock.
 //!
 //! The zset scores here are liveness deadlines refreshed by live waiters,
-//! not Redisson's position-based estimates (see DESIGN.md).
+//! plus Redisson's wait for each waiter ahead, because Redisson's acquire
+//! subtracts that wait from every deadline when a waiter leaves the queue
+//! with the lock (see DESIGN.md).
 
 use std::sync::LazyLock;
 
@@ -12,6 +14,12 @@ use super::lock::{FENCE, RELEASE_HOLD};
 use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout;
+
+/// The wait Redisson's `RFairLock` adds to a waiter's deadline per place in
+/// the queue, and subtracts from every deadline when the head takes the
+/// lock: its `fairLockWaitTimeout`, 5 minutes by default (what Java's
+/// `lock()` uses).
+pub(crate) const REDISSON_FAIR_WAIT_MS: u64 = 300_000;
 
 /// Shared by the fair-lock scripts (after [`NOW_MS`]): the removal of dead
 /// waiters from the head of the queue (KEYS\[2\] the queue list, KEYS\[3\]
@@ -37,6 +45,10 @@ if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) the
     if head ~= false then
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
+        -- Everyone moved up a place, as Redisson's acquire counts it.
+        for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+            redis.call('zincrby', KEYS[3], -tonumber(ARGV[9]), waiter)
+        end
     end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -49,7 +61,12 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return {1, token}
 end
 if ARGV[5] == '1' then
-    if redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
+    -- Alive for a queue lease, plus Redisson's wait for each waiter ahead:
+    -- each of them that takes the lock with Redisson's script subtracts it.
+    local ahead = redis.call('lpos', KEYS[2], ARGV[2])
+    if ahead == false then ahead = redis.call('llen', KEYS[2]) end
+    local deadline = now + tonumber(ARGV[3]) + ahead * tonumber(ARGV[9])
+    if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
     head = redis.call('lindex', KEYS[2], 0)
@@ -81,13 +98,16 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
 ///   the fencing counter's time to live in milliseconds (`0`: none, as for
 ///   [`acquire`](super::lock::acquire)); ARGV\[8\]: the
-///   publish command (`publish` or `spublish`).
+///   publish command (`publish` or `spublish`); ARGV\[9\]: Redisson's wait
+///   per place in the queue, [`REDISSON_FAIR_WAIT_MS`].
 /// * Dead waiters are first dropped from the head of the queue. The lock is
 ///   taken when it is free and the queue is empty or starts with this owner
 ///   (which then leaves the queue), or re-entered when this owner holds it:
 ///   returns `{1, token}` as the plain acquire. Otherwise, with ARGV\[5\] =
 ///   `1`, the owner is appended to the queue (or, if queued, its deadline
-///   refreshed) with deadline now + ARGV\[3\] in the zset, and, if the lock
+///   refreshed) with deadline now + ARGV\[3\] + ARGV\[9\] per waiter
+///   ahead in the zset (a lock taken from the head subtracts ARGV\[9\] from
+///   every deadline, as Redisson's acquire does), and, if the lock
 ///   is free, the head waiter is woken on its own channel. Returns
 ///   `{0, pttl}` with the lock's `PTTL` (`-2` when free but it is someone
 ///   else's turn). Read by [`Acquired`](super::lock::Acquired).
@@ -109,6 +129,7 @@ pub(crate) fn acquire(
         .arg(UNLOCK_MESSAGE)
         .arg(fencing_ttl_ms)
         .arg(publish.command())
+        .arg(REDISSON_FAIR_WAIT_MS)
 }
 
 pub(super) static RELEASE: LazyLock<Lua> =
@@ -142,6 +163,15 @@ pub(crate) fn release(name: &str, lease_ms: u64, field: &str, publish: Publish) 
 pub(super) static ABANDON: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("fair_abandon", &[NOW_MS, PRUNE, ABANDON_SRC]));
 const ABANDON_SRC: &str = r"
+local place = redis.call('lpos', KEYS[2], ARGV[1])
+if place ~= false then
+    -- Those behind move up a place, as Redisson's acquireFailed counts it.
+    for _, waiter in ipairs(redis.call('lrange', KEYS[2], place + 1, -1)) do
+        if redis.call('zscore', KEYS[3], waiter) ~= false then
+            redis.call('zincrby', KEYS[3], -tonumber(ARGV[5]), waiter)
+        end
+    end
+end
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then
@@ -163,7 +193,9 @@ return 1
 ///
 /// * KEYS as [`acquire`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
 ///   release channel prefix; ARGV\[3\]: the unlock message; ARGV\[4\]: the
-///   publish command.
+///   publish command; ARGV\[5\]: Redisson's wait per place,
+///   [`REDISSON_FAIR_WAIT_MS`], taken off the deadlines of the waiters
+///   behind.
 /// * Removes the owner from the queue and the zset, releases one hold of the
 ///   lock if the owner has it (a key of another type is left alone), and if
 ///   the lock is then free wakes the head waiter. Returns `1`.
@@ -173,6 +205,7 @@ pub(crate) fn abandon(name: &str, field: &str, publish: Publish) -> ScriptCall {
         .arg(layout::channel(name))
         .arg(UNLOCK_MESSAGE)
         .arg(publish.command())
+        .arg(REDISSON_FAIR_WAIT_MS)
 }
 
 #[cfg(test)]
@@ -188,7 +221,7 @@ mod tests {
     ];
 
     #[test]
-    fn acquire_packs_lease_owner_queue_lease_channel_enqueue_message_ttl() {
+    fn acquire_packs_lease_owner_queue_lease_channel_enqueue_message_ttl_wait() {
         let (keys, args) = packed(&acquire(
             "a",
             30_000,
@@ -209,7 +242,8 @@ mod tests {
                 "1",
                 "0",
                 "5",
-                "spublish"
+                "spublish",
+                "300000"
             ]
         );
         let (_, args) = packed(&acquire(
@@ -235,9 +269,18 @@ mod tests {
     }
 
     #[test]
-    fn abandon_packs_owner_channel_message() {
+    fn abandon_packs_owner_channel_message_wait() {
         let (keys, args) = packed(&abandon("a", "u:1", Publish::Sharded));
         assert_eq!(keys, KEYS);
-        assert_eq!(args, ["u:1", "redisson_lock__channel:{a}", "0", "spublish"]);
+        assert_eq!(
+            args,
+            [
+                "u:1",
+                "redisson_lock__channel:{a}",
+                "0",
+                "spublish",
+                "300000"
+            ]
+        );
     }
 }
