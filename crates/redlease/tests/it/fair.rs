@@ -423,3 +423,141 @@ async fn cancelled_fair_waiter_leaves_nothing() {
     held.unlock().await.unwrap();
     assert!(!exists(server, &name));
 }
+
+/// Redisson's `RFairLock` acquire as its script does it (reference:
+/// `redisson.md` §2), for owner ARGV[2] with `threadWaitTime` ARGV[3]:
+/// drop dead heads; when the lock is free and the caller is first, pop it
+/// and subtract its wait from every remaining deadline, then take the
+/// hash; else join the queue with a deadline after the last waiter's.
+const REDISSON_FAIR_ACQUIRE: &str = "
+local now = tonumber(ARGV[4])
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then break end
+    local t = tonumber(redis.call('zscore', KEYS[3], head))
+    if t > now then break end
+    redis.call('zrem', KEYS[3], head)
+    redis.call('lpop', KEYS[2])
+end
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], ARGV[2])
+    local keys = redis.call('zrange', KEYS[3], 0, -1)
+    for i = 1, #keys, 1 do
+        redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i])
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] then
+    ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+    ttl = redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], ttl + tonumber(ARGV[3]) + now, ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+end
+return ttl
+";
+
+/// Redisson's `RFairLock` unlock for owner ARGV[1]: drop dead heads, then
+/// delete the hash and publish on the head waiter's own channel.
+const REDISSON_FAIR_UNLOCK: &str = "
+local now = tonumber(ARGV[2])
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then break end
+    local t = tonumber(redis.call('zscore', KEYS[3], head))
+    if t > now then break end
+    redis.call('zrem', KEYS[3], head)
+    redis.call('lpop', KEYS[2])
+end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return nil end
+redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head ~= false then
+    redis.call('publish', KEYS[4] .. ':' .. head, 0)
+end
+return 1
+";
+
+/// The server clock in milliseconds, as a Redisson client passes `now`.
+fn now_ms(server: &RedisServer) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut server.connection()).unwrap();
+    s * 1000 + us / 1000
+}
+
+/// #15: a Java `lock()` neighbour does not drop a redlease fair waiter.
+/// Redisson's acquire subtracts the acquirer's wait (5 minutes for
+/// `lock()`) from every queued deadline; a redlease waiter whose deadline
+/// were only its own liveness lease would then look dead, be dropped by
+/// Redisson's unlock without a wake-up, and get the lock only at its next
+/// refresh, seconds later. Here: a Java waiter queued before a redlease
+/// one takes the lock with Redisson's script, releases with Redisson's
+/// unlock, and the redlease waiter is still queued and woken at once.
+#[tokio::test]
+async fn a_redisson_lock_neighbour_does_not_drop_a_redlease_fair_waiter() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-java-neighbour");
+    let mut conn = server.connection();
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let java = |script: &str, args: &[String]| -> redis::Value {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(script)
+            .arg(4)
+            .arg(&name)
+            .arg(queue(&name))
+            .arg(timeouts(&name))
+            .arg(&channel);
+        for a in args {
+            cmd.arg(a);
+        }
+        cmd.query(&mut server.connection()).unwrap()
+    };
+    let held = a.fair_lock(&name).try_lock().await.unwrap();
+    // Java's lock(): queued first, with Redisson's 5-minute wait.
+    let wait = "300000".to_owned();
+    java(
+        REDISSON_FAIR_ACQUIRE,
+        &[
+            "30000".into(),
+            JAVA.into(),
+            wait.clone(),
+            now_ms(server).to_string(),
+        ],
+    );
+    let waiter = spawn_timed(b.fair_lock(&name), Duration::from_secs(20));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
+            .await
+            .is_some()
+    );
+    held.unlock().await.unwrap();
+    // Java's turn: its acquire pops it and subtracts 5 minutes from the
+    // redlease waiter's deadline.
+    let took = java(
+        REDISSON_FAIR_ACQUIRE,
+        &[
+            "30000".into(),
+            JAVA.into(),
+            wait,
+            now_ms(server).to_string(),
+        ],
+    );
+    assert_eq!(took, redis::Value::Nil, "the java waiter did not acquire");
+    let released = Instant::now();
+    let unlocked = java(
+        REDISSON_FAIR_UNLOCK,
+        &[JAVA.into(), now_ms(server).to_string()],
+    );
+    assert_eq!(unlocked, redis::Value::Int(1));
+    let g = acquired_soon_after(waiter, released).await;
+    g.unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+    let _: () = redis::cmd("DEL").arg(&name).query(&mut conn).unwrap();
+}
