@@ -114,10 +114,35 @@ pub(crate) fn wait_ready(server: &mut Child, port: u16, dir: &Path) -> Result<()
 
 /// A loopback port nobody listens on, as the kernel picks them.
 pub(crate) fn free_port() -> Result<u16, StartError> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| StartError::Failed(format!("cannot find a free port: {e}")))
+    // Ports handed out stay reserved in this process until their server is
+    // dropped, killed or not: a killed node keeps its port for a restart
+    // (and its scratch directory, keyed by port), and a server started by
+    // another test in the meantime must not take either.
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..100 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| StartError::Failed(format!("cannot find a free port: {e}")))?;
+        if reserved.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err(StartError::Failed(
+        "cannot find a free port that this process has not handed out".to_owned(),
+    ))
+}
+
+/// Ports [`free_port`] handed out whose server has not been dropped.
+static RESERVED: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Gives `ports` back to [`free_port`]: their server is gone for good.
+pub(crate) fn release_ports(ports: impl IntoIterator<Item = u16>) {
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    for port in ports {
+        reserved.remove(&port);
+    }
 }
 
 /// The server's working directory: where a replica keeps its copy, a

@@ -393,5 +393,10 @@ impl Drop for RedisServer {
         self.kill();
         // Nothing in it is worth keeping once the server is gone.
         let _ = std::fs::remove_dir_all(&self.dir);
+        crate::launch::release_ports(
+            [Some(self.port), self.tls_port, self.cluster_bus_port]
+                .into_iter()
+                .flatten(),
+        );
     }
 }
