@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use redlease_testkit::{RedisServer, SentinelGroup, SentinelOptions, WrongSentinel};
 
-use crate::support::{spawn_timed, unique};
+use crate::support::{channel_of, eventually, spawn_timed, subscribers, unique};
 
 async fn client(group: &SentinelGroup, watchdog: Duration) -> redlease::Client {
     redlease::Client::builder(&group.url())
@@ -32,6 +32,32 @@ fn replicated(group: &SentinelGroup) {
         .query(&mut group.master().connection())
         .unwrap();
     assert_eq!(acked, 1, "the replica did not acknowledge");
+}
+
+/// A waiter on `b`, once subscribed to the lock's channel on the master,
+/// is woken within 1 s by the release of `held`.
+async fn release_wakes_a_waiter(
+    group: &SentinelGroup,
+    held: redlease::LockGuard,
+    b: &redlease::Client,
+    name: &str,
+) {
+    let waiter = spawn_timed(b.lock(name), Duration::from_secs(20));
+    let channel = channel_of(name);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        subscribers(group.master(), &channel) > 0
+    })
+    .await;
+    assert!(subscribed.is_some(), "the waiter never subscribed");
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (guard, at) = waiter.await.unwrap();
+    assert!(
+        at - released < Duration::from_secs(1),
+        "{:?}",
+        at - released
+    );
+    guard.unwrap().unlock().await.unwrap();
 }
 
 /// `group.failover()` off the async workers (it sleeps while it waits):
@@ -60,17 +86,7 @@ async fn locks_work_through_sentinel() {
     let held = a.lock(&name).try_lock().await.unwrap();
     assert!(exists_on(group.master(), &name));
     assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
-    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let released = Instant::now();
-    held.unlock().await.unwrap();
-    let (guard, at) = waiter.await.unwrap();
-    assert!(
-        at - released < Duration::from_secs(1),
-        "{:?}",
-        at - released
-    );
-    guard.unwrap().unlock().await.unwrap();
+    release_wakes_a_waiter(&group, held, &b, &name).await;
 }
 
 /// `SENTINEL FAILOVER` with a holder, a waiter, the watchdog and a stream
@@ -366,17 +382,7 @@ async fn rediss_sentinel_locks_wakes_and_follows_a_failover() {
     let name = unique("sentinel:tls");
     let held = a.lock(&name).try_lock().await.unwrap();
     assert!(exists_on(group.master(), &name));
-    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let released = Instant::now();
-    held.unlock().await.unwrap();
-    let (guard, at) = waiter.await.unwrap();
-    assert!(
-        at - released < Duration::from_secs(1),
-        "{:?}",
-        at - released
-    );
-    guard.unwrap().unlock().await.unwrap();
+    release_wakes_a_waiter(&group, held, &b, &name).await;
 
     let (group, address) = failover(group).await;
     let switched = Instant::now();
