@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use crate::connection::{self, Connection, PubSubMode, SentinelAuth, Timeouts, TlsOptions};
 use crate::error::Error;
 use crate::name;
-use crate::pubsub::{Subscription, Subscriptions};
+use crate::pubsub::{Subscription, Subscriptions, Wakes};
 use crate::replicas::Replicas;
 use crate::watchdog::Watchdog;
 
@@ -107,10 +107,10 @@ impl Client {
         &self.inner.watchdog
     }
 
-    /// Joins `channel` as a waiter, sharing the subscription with the
-    /// client's other waiters on it.
-    pub(crate) fn subscribe(&self, channel: String) -> Subscription {
-        self.inner.subscriptions.join(channel)
+    /// Joins `channel` as a waiter woken as `wakes` says, sharing the
+    /// subscription with the client's other waiters on it.
+    pub(crate) fn subscribe(&self, channel: String, wakes: Wakes) -> Subscription {
+        self.inner.subscriptions.join(channel, wakes)
     }
 }
 

@@ -132,7 +132,9 @@ impl Lock {
             let field = self.client.new_owner_field();
             match self.attempt(lease_ms, &field, false).await? {
                 Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
-                Attempt::Busy(_) => Err(Error::busy(&self.name, started.elapsed())),
+                Attempt::Busy(_) | Attempt::Short(_) => {
+                    Err(Error::busy(&self.name, started.elapsed()))
+                }
             }
         })
         .await

@@ -16,11 +16,19 @@
 //!   remaining TTL or its own remaining wait, so a lost message (or a holder
 //!   that crashed and sent none) costs at most the rest of the lease.
 //!
-//! One release message wakes one waiter per process, whatever the number of
-//! waiters in it: the Redis commands caused by a hand-off do not grow with the
-//! number of local waiters. A woken waiter that is cancelled before it could
-//! retry passes the wake-up on ([`Baton`]). When the connection drops, every
-//! waiter is woken to re-check, since messages may have been lost meanwhile.
+//! * **Counted messages.** Each channel counts the messages it received; a
+//!   waiter notes the count before an attempt and does not go to sleep if it
+//!   moved meanwhile, so a message that arrived while it was attempting
+//!   (and woke nobody, or stored its permit for someone else) is not lost.
+//!
+//! What a message wakes depends on the primitive ([`Wakes`]): a lock's
+//! release wakes one waiter per process, whatever the number of waiters in
+//! it, so the Redis commands caused by a hand-off do not grow with the
+//! number of local waiters; a write unlock of a read-write lock or an opened
+//! latch wakes them all; a semaphore's message wakes as many as it announces
+//! permits. A woken waiter that is cancelled before it could retry passes the
+//! wake-up on ([`Baton`]). When the connection drops, every waiter is woken
+//! to re-check, since messages may have been lost meanwhile.
 //!
 //! Subscribe and unsubscribe requests are handled in order by one task per
 //! client, which compares what is wanted (waiters present) with what is
@@ -32,6 +40,7 @@
 //! subscribed again.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -70,6 +79,45 @@ struct Channel {
 struct ChannelState {
     notify: Notify,
     subscribed: watch::Sender<SubState>,
+    /// Messages received so far (and disconnections, which may have lost
+    /// some).
+    messages: AtomicU64,
+    /// What a message wakes; set by the channel's first waiter (every waiter
+    /// of one channel waits for the same kind of structure).
+    wakes: Wakes,
+}
+
+/// What a message on a channel wakes, by the primitive that waits on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wakes {
+    /// Every message wakes one waiter: a lock's release.
+    One,
+    /// `1` wakes every waiter, anything else one: a read-write lock, whose
+    /// write unlock (`1`) may let every reader in, and whose last read
+    /// unlock (`0`) frees it for one writer.
+    AllOnOne,
+    /// `n` wakes up to `n` waiters: the permits a semaphore announces.
+    Count,
+    /// `0` wakes every waiter, anything else none: a count-down latch that
+    /// opened (`0`) or was armed again (`1`).
+    AllOnZero,
+}
+
+impl Wakes {
+    /// How many waiters a message with `payload` (an integer, if it is one)
+    /// wakes; `usize::MAX` for all of them.
+    fn how_many(self, payload: Option<i64>) -> usize {
+        match (self, payload) {
+            (Wakes::One, _) => 1,
+            (Wakes::AllOnOne, Some(1)) => usize::MAX,
+            (Wakes::AllOnOne, _) => 1,
+            (Wakes::Count, Some(n)) => usize::try_from(n).unwrap_or(0),
+            // Not a number: someone else's message; a check is cheap.
+            (Wakes::Count, None) => 1,
+            (Wakes::AllOnZero, Some(0)) => usize::MAX,
+            (Wakes::AllOnZero, _) => 0,
+        }
+    }
 }
 
 impl Subscriptions {
@@ -86,15 +134,17 @@ impl Subscriptions {
         Subscriptions { shared }
     }
 
-    /// Joins `channel` as a waiter; the subscription is shared with every
-    /// other waiter of this client on that channel.
-    pub(crate) fn join(&self, channel: String) -> Subscription {
+    /// Joins `channel` as a waiter woken as `wakes` says; the subscription
+    /// is shared with every other waiter of this client on that channel.
+    pub(crate) fn join(&self, channel: String, wakes: Wakes) -> Subscription {
         let mut channels = self.shared.lock();
         let entry = channels.entry(channel.clone()).or_insert_with(|| Channel {
             waiters: 0,
             state: Arc::new(ChannelState {
                 notify: Notify::new(),
                 subscribed: watch::channel(SubState::Pending).0,
+                messages: AtomicU64::new(0),
+                wakes,
             }),
         });
         entry.waiters += 1;
@@ -151,10 +201,28 @@ impl Subscription {
         state == SubState::Ready
     }
 
-    /// Sleeps until a release message arrives for this channel or `max`
-    /// passes (`None`: no limit). Returns a [`Baton`] when woken by a message.
-    pub(crate) async fn wait(&self, max: Option<Duration>) -> Option<Baton> {
+    /// The number of messages received on the channel so far: read it
+    /// before an attempt, and give it to [`wait`](Subscription::wait).
+    pub(crate) fn seen(&self) -> u64 {
+        self.state.messages.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until a message arrives for this channel or `max` passes
+    /// (`None`: no limit); returns at once if messages arrived since the
+    /// count `seen`. Returns a [`Baton`] when woken by a message.
+    pub(crate) async fn wait(&self, seen: u64, max: Option<Duration>) -> Option<Baton> {
         let notified = self.state.notify.notified();
+        tokio::pin!(notified);
+        // Registered before the count is read: a message after the read
+        // wakes this waiter (or leaves it the stored permit).
+        notified.as_mut().enable();
+        let count = self.seen();
+        if count != seen {
+            return Some(Baton {
+                state: None,
+                messages: count,
+            });
+        }
         let woken = match max {
             Some(max) => tokio::time::timeout(max, notified).await.is_ok(),
             None => {
@@ -164,6 +232,7 @@ impl Subscription {
         };
         woken.then(|| Baton {
             state: Some(self.state.clone()),
+            messages: self.seen(),
         })
     }
 }
@@ -191,13 +260,23 @@ impl Drop for Subscription {
 /// A wake-up held by the waiter it woke until that waiter has retried; if
 /// the waiter is dropped first, the wake-up goes to the next local waiter.
 pub(crate) struct Baton {
+    /// `None` for a wake-up that took no permit (messages had arrived
+    /// before the waiter slept): there is nothing to pass on.
     state: Option<Arc<ChannelState>>,
+    /// The channel's message count when the waiter woke.
+    messages: u64,
 }
 
 impl Baton {
     /// The waiter has retried: the wake-up is used.
     pub(crate) fn used(mut self) {
         self.state = None;
+    }
+
+    /// The channel's message count when the waiter woke: a waiter passes
+    /// on at most one wake-up per count ([`wait`](crate::wait)).
+    pub(crate) fn messages(&self) -> u64 {
+        self.messages
     }
 }
 
@@ -293,6 +372,7 @@ async fn moved(
             retry_later(shared, Request::Moved(channel));
         }
     }
+    state.messages.fetch_add(1, Ordering::AcqRel);
     state.notify.notify_waiters();
     state.notify.notify_one();
 }
@@ -354,9 +434,21 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
             return;
         };
         match push {
-            Push::Message(channel) => {
+            Push::Message { channel, payload } => {
                 if let Some(entry) = shared.lock().get(&channel) {
-                    entry.state.notify.notify_one();
+                    let state = &entry.state;
+                    state.messages.fetch_add(1, Ordering::AcqRel);
+                    let wake = state.wakes.how_many(payload);
+                    if wake >= entry.waiters {
+                        // Every waiter, and a stored permit for one that is
+                        // between attempts.
+                        state.notify.notify_waiters();
+                        state.notify.notify_one();
+                    } else {
+                        for _ in 0..wake {
+                            state.notify.notify_one();
+                        }
+                    }
                 }
             }
             Push::ShardUnsubscribed(channel) => {
@@ -367,6 +459,7 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
                 // everyone re-checks, and the manager makes sure every
                 // wanted channel is subscribed again.
                 for entry in shared.lock().values() {
+                    entry.state.messages.fetch_add(1, Ordering::AcqRel);
                     entry.state.notify.notify_waiters();
                     entry.state.notify.notify_one();
                 }
@@ -395,26 +488,26 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unused_wakeup_is_passed_on() {
         let subs = subscriptions();
-        let (first, second) = (subs.join("ch".into()), subs.join("ch".into()));
+        let (first, second) = (subs.join("ch".into(), Wakes::One), subs.join("ch".into(), Wakes::One));
         first.state.notify.notify_one();
         let baton = first
-            .wait(Some(Duration::from_secs(1)))
+            .wait(0, Some(Duration::from_secs(1)))
             .await
             .expect("woken");
         let next =
-            tokio::spawn(async move { second.wait(Some(Duration::from_secs(1))).await.is_some() });
+            tokio::spawn(async move { second.wait(0, Some(Duration::from_secs(1))).await.is_some() });
         tokio::task::yield_now().await;
         drop(baton);
         assert!(next.await.unwrap(), "the unused wake-up was not passed on");
 
-        let (first, second) = (subs.join("ch2".into()), subs.join("ch2".into()));
+        let (first, second) = (subs.join("ch2".into(), Wakes::One), subs.join("ch2".into(), Wakes::One));
         first.state.notify.notify_one();
         first
-            .wait(Some(Duration::from_secs(1)))
+            .wait(0, Some(Duration::from_secs(1)))
             .await
             .expect("woken")
             .used();
-        assert!(second.wait(Some(Duration::from_secs(1))).await.is_none());
+        assert!(second.wait(0, Some(Duration::from_secs(1))).await.is_none());
     }
 
     /// A wake-up that arrives while nobody waits is kept for the next
@@ -422,8 +515,48 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn wakeup_with_no_waiter_is_kept() {
         let subs = subscriptions();
-        let waiter = subs.join("ch".into());
+        let waiter = subs.join("ch".into(), Wakes::One);
         waiter.state.notify.notify_one();
-        assert!(waiter.wait(Some(Duration::from_millis(1))).await.is_some());
+        assert!(waiter.wait(0, Some(Duration::from_millis(1))).await.is_some());
+    }
+
+    #[test]
+    fn each_primitive_wakes_what_its_message_frees() {
+        assert_eq!(Wakes::One.how_many(Some(0)), 1);
+        assert_eq!(Wakes::AllOnOne.how_many(Some(1)), usize::MAX);
+        assert_eq!(Wakes::AllOnOne.how_many(Some(0)), 1);
+        assert_eq!(Wakes::Count.how_many(Some(3)), 3);
+        assert_eq!(Wakes::Count.how_many(Some(-2)), 0);
+        assert_eq!(Wakes::Count.how_many(None), 1);
+        assert_eq!(Wakes::AllOnZero.how_many(Some(0)), usize::MAX);
+        assert_eq!(Wakes::AllOnZero.how_many(Some(1)), 0);
+    }
+
+    /// A message that arrived while the waiter was attempting (after it
+    /// read the count) ends its next sleep at once, though its permit went
+    /// to another waiter.
+    #[tokio::test(start_paused = true)]
+    async fn a_message_during_an_attempt_is_not_slept_through() {
+        let subs = subscriptions();
+        let (first, second) = (
+            subs.join("ch".into(), Wakes::AllOnZero),
+            subs.join("ch".into(), Wakes::AllOnZero),
+        );
+        let seen = first.seen();
+        // The message, as dispatch counts it, with its stored permit taken
+        // by the other waiter.
+        first.state.messages.fetch_add(1, Ordering::AcqRel);
+        first.state.notify.notify_one();
+        second
+            .wait(second.seen(), Some(Duration::from_secs(1)))
+            .await
+            .expect("permit")
+            .used();
+        let woken = first.wait(seen, Some(Duration::from_secs(3600))).await;
+        assert!(woken.is_some(), "slept through a message");
+        assert!(
+            first.wait(first.seen(), Some(Duration::from_millis(1))).await.is_none(),
+            "no new message, no wake-up"
+        );
     }
 }

@@ -36,7 +36,7 @@ use tracing::Instrument;
 use crate::backoff;
 use crate::client::Client;
 use crate::error::Error;
-use crate::pubsub::{Baton, Subscription};
+use crate::pubsub::{Baton, Subscription, Wakes};
 
 /// What one attempt found.
 pub(crate) enum Attempt<T> {
@@ -44,6 +44,11 @@ pub(crate) enum Attempt<T> {
     /// Held by someone else, with this much time to live (`None`: unknown,
     /// or no expiry).
     Busy(Option<Duration>),
+    /// Not enough for this request, but something is free that a smaller
+    /// request would get (a semaphore with fewer permits than asked for):
+    /// a wake-up that led here is passed on to the next local waiter, once
+    /// per message.
+    Short(Option<Duration>),
 }
 
 /// A primitive's side of waiting.
@@ -59,6 +64,11 @@ pub(crate) trait Contender: Send {
 
     /// The channel on which this contender is woken.
     fn channel(&self) -> String;
+
+    /// What a message on the channel wakes.
+    fn wakes(&self) -> Wakes {
+        Wakes::One
+    }
 
     /// How often the contender must attempt again, whatever it waits for
     /// (a fair waiter refreshes its place in the queue); `None`: only when
@@ -93,19 +103,29 @@ pub(crate) async fn wait<C: Contender>(
         refresh: contender.refresh(),
         joined: None,
         baton: None,
+        passed: None,
         backoff: 0,
     };
     loop {
+        let seen = waiting.joined.as_ref().map(|j| j.sub.seen());
         let outcome = contender.attempt().await;
         // The wake-up that led here is used once the attempt ran; after an
         // error it may not have, and dropping the baton hands the wake-up
-        // to the next local waiter.
-        if let (Some(baton), Ok(_)) = (waiting.baton.take(), &outcome) {
-            baton.used();
+        // to the next local waiter. So does a request too large for what is
+        // free, once per message, so that a smaller one behind it is not
+        // left asleep (and the hand-on ends when it comes back round).
+        if let (Some(baton), Ok(attempt)) = (waiting.baton.take(), &outcome) {
+            let short = matches!(attempt, Attempt::Short(_));
+            if short && waiting.passed != Some(baton.messages()) {
+                waiting.passed = Some(baton.messages());
+                drop(baton);
+            } else {
+                baton.used();
+            }
         }
         let holder_ttl = match outcome {
             Ok(Attempt::Acquired(acquired)) => return Ok(acquired),
-            Ok(Attempt::Busy(ttl)) => Ok(ttl),
+            Ok(Attempt::Busy(ttl) | Attempt::Short(ttl)) => Ok(ttl),
             Err(e) if e.is_transient() => {
                 contender.restart();
                 if waiting
@@ -133,7 +153,7 @@ pub(crate) async fn wait<C: Contender>(
             None => None,
         };
         match holder_ttl {
-            Ok(ttl) => waiting.until_woken(contender, ttl, remaining).await,
+            Ok(ttl) => waiting.until_woken(contender, seen, ttl, remaining).await,
             Err(_) => {
                 backoff::pause_after_error(waiting.backoff, remaining).await;
                 waiting.backoff = waiting.backoff.saturating_add(1);
@@ -149,6 +169,9 @@ struct Waiting<'a> {
     joined: Option<Joined>,
     /// The wake-up that ended the last sleep, until an attempt used it.
     baton: Option<Baton>,
+    /// The channel's message count at the last wake-up this waiter passed
+    /// on ([`Attempt::Short`]).
+    passed: Option<u64>,
     /// Polling and error retries made so far, for the backoff's step.
     backoff: u32,
 }
@@ -163,12 +186,14 @@ struct Joined {
 
 impl Waiting<'_> {
     /// Waits for the next reason to attempt again: returns at once when a
-    /// new subscription was just confirmed (retry once), else sleeps until
-    /// a message, the holder's `holder_ttl`, the `remaining` wait or the
-    /// refresh period.
+    /// new subscription was just confirmed (retry once), or when messages
+    /// arrived since the count `seen` read before the last attempt; else
+    /// sleeps until a message, the holder's `holder_ttl`, the `remaining`
+    /// wait or the refresh period.
     async fn until_woken<C: Contender>(
         &mut self,
         contender: &C,
+        seen: Option<u64>,
         holder_ttl: Option<Duration>,
         remaining: Option<Duration>,
     ) {
@@ -182,11 +207,14 @@ impl Waiting<'_> {
             Some(_) => {}
             None => {
                 let channel = contender.channel();
-                let sub = self.client.subscribe(channel.clone());
-                // Already subscribed for other local waiters: a release
-                // since our attempt has woken one of them or left a stored
-                // wake-up for us, so no retry is needed.
-                let already = sub.is_ready();
+                let wakes = contender.wakes();
+                let sub = self.client.subscribe(channel.clone(), wakes);
+                // Already subscribed for other local waiters: a lock's
+                // release since our attempt has woken one of them or left a
+                // stored wake-up for us, so no retry is needed. A message
+                // that wakes several waiters stores one wake-up only, which
+                // a second newcomer would miss: they retry.
+                let already = sub.is_ready() && wakes == Wakes::One;
                 let ready = already || sub.ready(cap(remaining, self.refresh)).await;
                 self.joined = Some(Joined {
                     sub,
@@ -199,12 +227,19 @@ impl Waiting<'_> {
             }
         }
         let Some(joined) = &self.joined else { return };
+        // Just joined: messages before it went unheard, and the retry or
+        // the stored wake-up covers them.
+        let seen = seen.unwrap_or_else(|| joined.sub.seen());
         let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
         let sleep = cap(cap(holder_expiry, remaining), self.refresh);
         let span =
             tracing::debug_span!("wait", key = %contender.name(), woken = tracing::field::Empty);
         if joined.ready {
-            self.baton = joined.sub.wait(sleep).instrument(span.clone()).await;
+            self.baton = joined
+                .sub
+                .wait(seen, sleep)
+                .instrument(span.clone())
+                .await;
             span.record("woken", self.baton.is_some());
         } else {
             backoff::pause(self.backoff, holder_ttl, sleep)

@@ -6,8 +6,12 @@ use tokio::sync::mpsc;
 /// A message for the client's subscriptions.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Push {
-    /// A message arrived on this channel (plain or sharded).
-    Message(String),
+    /// A message arrived on this channel (plain or sharded), with its
+    /// payload if it is an integer (every Redisson message is).
+    Message {
+        channel: String,
+        payload: Option<i64>,
+    },
     /// The server dropped the sharded subscription to this channel: our
     /// own unsubscribe's confirmation, or, unasked, the slot moved away
     /// from the node (a failover or a migration).
@@ -43,7 +47,16 @@ impl Pushes {
                 _ => None,
             };
             let decoded = match push.kind {
-                PushKind::Message | PushKind::SMessage => channel().map(Push::Message),
+                PushKind::Message | PushKind::SMessage => channel().map(|channel| {
+                    let payload = match push.data.get(1) {
+                        Some(Value::BulkString(bytes)) => std::str::from_utf8(bytes)
+                            .ok()
+                            .and_then(|text| text.trim().parse().ok()),
+                        Some(Value::Int(n)) => Some(*n),
+                        _ => None,
+                    };
+                    Push::Message { channel, payload }
+                }),
                 PushKind::SUnsubscribe => channel().map(Push::ShardUnsubscribed),
                 PushKind::Disconnection => Some(Push::Disconnected),
                 _ => None,
