@@ -78,6 +78,7 @@ impl Hold {
             LeaseMode::Watchdog => Some(client.watchdog().register(
                 name.clone(),
                 grant.field.clone(),
+                kind.renews_timeouts(),
                 grant.label.clone(),
                 grant.sent_at,
                 lost.clone(),

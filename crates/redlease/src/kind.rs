@@ -1,16 +1,34 @@
-//! Which protocol a lock speaks: the plain lock, or the fair lock with its
-//! waiting queue. The one place that chooses between their scripts.
+//! Which protocol a lock speaks: the plain lock, the fair lock with its
+//! waiting queue, or one side of a read-write lock. The one place that
+//! chooses between their scripts.
+
+use std::sync::Arc;
 
 use crate::connection::Publish;
 use crate::layout;
+use crate::pubsub::Wakes;
 use crate::scripts::{self, ScriptCall};
 
-/// A lock's protocol. Both use the same lock hash, so a plain and a fair
-/// handle on one name exclude each other.
+/// A lock's protocol. All use the same lock hash, so handles of different
+/// kinds on one name exclude each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Plain,
     Fair,
+    /// The read side of a read-write lock: shared with other readers.
+    Read,
+    /// The write side of a read-write lock: alone.
+    Write,
+}
+
+/// Which hold of a name an owner scope re-enters: the plain and the fair
+/// lock share one owner field, while the two sides of a read-write lock
+/// are two holds (the write side's field ends in `:write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Side {
+    Exclusive,
+    Read,
+    Write,
 }
 
 /// What an acquire call carries besides the lock and its owner.
@@ -45,6 +63,8 @@ impl Kind {
         } = options;
         match self {
             Kind::Plain => scripts::lock::acquire(name, lease_ms, field, fencing_ttl_ms),
+            Kind::Read => scripts::rwlock::read_acquire(name, lease_ms, field, fencing_ttl_ms),
+            Kind::Write => scripts::rwlock::write_acquire(name, lease_ms, field, fencing_ttl_ms),
             Kind::Fair => scripts::fair::acquire(
                 name,
                 lease_ms,
@@ -69,6 +89,17 @@ impl Kind {
         match self {
             Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
             Kind::Fair => scripts::fair::release(name, lease_ms, field, publish),
+            Kind::Read => scripts::rwlock::read_release(name, field, publish),
+            Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish),
+        }
+    }
+
+    /// The re-entry of a hold an owner scope has, answered as a `bool`:
+    /// whether the hold was still there (and now counts one more).
+    pub(crate) fn reenter(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+        match self {
+            Kind::Read => scripts::rwlock::read_reenter(name, lease_ms, field),
+            Kind::Plain | Kind::Fair | Kind::Write => scripts::lock::reenter(name, lease_ms, field),
         }
     }
 
@@ -83,8 +114,8 @@ impl Kind {
         publish: Publish,
     ) -> ScriptCall {
         match self {
-            Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
             Kind::Fair => scripts::fair::abandon(name, field, publish),
+            Kind::Plain | Kind::Read | Kind::Write => self.release(name, lease_ms, field, publish),
         }
     }
 
@@ -95,7 +126,46 @@ impl Kind {
         match self {
             Kind::Plain => layout::channel(name),
             Kind::Fair => layout::waiter_channel(name, field),
+            Kind::Read | Kind::Write => layout::rwlock_channel(name),
         }
+    }
+
+    /// What a message on the wake channel wakes: a write release (`1`)
+    /// may let every waiting reader in.
+    pub(crate) fn wakes(self) -> Wakes {
+        match self {
+            Kind::Plain | Kind::Fair => Wakes::One,
+            Kind::Read | Kind::Write => Wakes::AllOnOne,
+        }
+    }
+
+    /// A new owner's field in the lock hash, from a fresh
+    /// `<client-id>:<n>`: a writer's ends in `:write`, as in Redisson.
+    pub(crate) fn owner_field(self, fresh: Arc<str>) -> Arc<str> {
+        match self {
+            Kind::Write => {
+                let mut field = String::with_capacity(fresh.len() + 6);
+                field.push_str(&fresh);
+                field.push_str(":write");
+                field.into()
+            }
+            Kind::Plain | Kind::Fair | Kind::Read => fresh,
+        }
+    }
+
+    /// The hold of a name an owner scope re-enters for this kind.
+    pub(crate) fn side(self) -> Side {
+        match self {
+            Kind::Plain | Kind::Fair => Side::Exclusive,
+            Kind::Read => Side::Read,
+            Kind::Write => Side::Write,
+        }
+    }
+
+    /// Whether the watchdog must also renew the hold's per-hold timeout
+    /// keys (a read hold).
+    pub(crate) fn renews_timeouts(self) -> bool {
+        self == Kind::Read
     }
 
     /// Whether waiters hold a place in a queue, which they must refresh and

@@ -116,7 +116,8 @@
 //!   until a message, the holder's TTL or the deadline.
 //! * `hold.rs`: the holding engine: watchdog or fixed lease, `lost()`,
 //!   owner-checked release, background release on Drop.
-//! * `kind.rs`: the plain/fair switch: which scripts a lock runs.
+//! * `kind.rs`: the plain/fair/read/write switch: which scripts a lock
+//!   runs.
 //! * `release.rs`: the release protocol, in the foreground and the
 //!   background.
 //! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
@@ -156,6 +157,7 @@ mod name;
 mod pubsub;
 mod release;
 mod replicas;
+mod rwlock;
 mod scope;
 pub mod scripts;
 mod wait;
@@ -168,6 +170,7 @@ pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lost::LostReason;
 pub use name::MAX_NAME_LEN;
+pub use rwlock::ReadWriteLock;
 pub use scope::scope;
 pub use scripts::lua_scripts;
 
@@ -202,6 +205,7 @@ mod bounds {
         is_send_sync_static(&client);
         is_send_sync_static(&lock);
         is_send_sync_static(&guard);
+        is_send_sync_static(&client.read_write_lock("x"));
         is_send(&Client::connect("redis://x"));
         is_send(&lock.try_lock());
         is_send(&lock.try_lock_for(std::time::Duration::ZERO));

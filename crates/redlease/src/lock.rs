@@ -17,6 +17,8 @@ use crate::guard::LockGuard;
 use crate::hold::{Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
+use crate::pubsub::Wakes;
+use crate::scope::Reentry;
 use crate::scripts::lock::Acquired;
 use crate::wait::{self, Attempt, Contender};
 use crate::{name, release, scope};
@@ -77,7 +79,7 @@ impl Client {
 }
 
 impl Lock {
-    fn new(client: Client, kind: Kind, name: String) -> Lock {
+    pub(crate) fn new(client: Client, kind: Kind, name: String) -> Lock {
         Lock {
             client,
             kind,
@@ -125,11 +127,12 @@ impl Lock {
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         self.observed(async {
             let lease_ms = self.prepare()?;
-            if let Some(guard) = scope::reenter(&self.client, self.kind, &self.name).await? {
-                return Ok((guard, Outcome::Reentered));
-            }
+            let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
+                Reentry::Reentered(guard) => return Ok((guard, Outcome::Reentered)),
+                Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
+                Reentry::Downgrade(field) => field,
+            };
             let started = Instant::now();
-            let field = self.client.new_owner_field();
             match self.attempt(lease_ms, &field, false).await? {
                 Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
                 Attempt::Busy(_) | Attempt::Short(_) => {
@@ -195,10 +198,21 @@ impl Lock {
     /// Re-enters in an owner scope, or waits with the waiting engine.
     async fn wait(&self, wait: Option<Duration>) -> Result<(LockGuard, Outcome), Error> {
         let lease_ms = self.prepare()?;
-        if let Some(guard) = scope::reenter(&self.client, self.kind, &self.name).await? {
-            return Ok((guard, Outcome::Reentered));
-        }
-        let field = self.client.new_owner_field();
+        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
+            Reentry::Reentered(guard) => return Ok((guard, Outcome::Reentered)),
+            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
+            Reentry::Downgrade(field) => {
+                // The scope's write hold lets its owner read at once; if it
+                // does not, the hold is gone, and waiting as this owner
+                // could not help: a new owner waits.
+                match self.attempt(lease_ms, &field, false).await? {
+                    Attempt::Acquired(guard) => return Ok((guard, Outcome::Acquired)),
+                    Attempt::Busy(_) | Attempt::Short(_) => {
+                        self.kind.owner_field(self.client.new_owner_field())
+                    }
+                }
+            }
+        };
         let mut contender = Waiter {
             place: Withdrawal::queue_place(
                 self.client.acquire_conn(),
@@ -323,7 +337,7 @@ impl Lock {
             self.name.clone(),
             grant,
         ));
-        scope::remember(self.client.id(), &guard);
+        scope::remember(self.client.id(), self.kind, &guard);
         Ok(Attempt::Acquired(guard))
     }
 }
@@ -360,6 +374,10 @@ impl Contender for Waiter<'_> {
         self.lock.kind.wake_channel(&self.lock.name, &self.field)
     }
 
+    fn wakes(&self) -> Wakes {
+        self.lock.kind.wakes()
+    }
+
     fn refresh(&self) -> Option<Duration> {
         // Each attempt refreshes a fair waiter's deadline in the queue,
         // which lasts one watchdog timeout.
@@ -368,7 +386,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn restart(&mut self) {
-        self.field = self.lock.client.new_owner_field();
+        self.field = (self.lock.kind).owner_field(self.lock.client.new_owner_field());
         self.place.set_field(&self.field);
     }
 

@@ -21,18 +21,18 @@ use crate::connection::Connection;
 use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::hold::{Held, Hold, LeaseMode, Registration};
-use crate::kind::Kind;
+use crate::kind::{Kind, Side};
 use crate::lost::LostSignal;
 use crate::release;
-use crate::scripts;
 
 tokio::task_local! {
     static SCOPE: RefCell<Holds>;
 }
 
-/// Holds of one scope by (client id, lock name). An entry outlives its
-/// hold (the registration is weak) and is replaced by the next acquisition.
-type Holds = HashMap<(String, String), Entry>;
+/// Holds of one scope by (client id, lock name, side). An entry outlives
+/// its hold (the registration is weak) and is replaced by the next
+/// acquisition.
+type Holds = HashMap<(String, String, Side), Entry>;
 
 struct Entry {
     field: Arc<str>,
@@ -83,13 +83,13 @@ pub async fn scope<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// The hold that the current scope has on `name` through client `client_id`,
-/// if the scope has one that is still held.
-fn lookup(client_id: &str, name: &str) -> Option<Held> {
+/// The hold that the current scope has on `name`'s `side` through client
+/// `client_id`, if the scope has one that is still held.
+fn lookup(client_id: &str, name: &str, side: Side) -> Option<Held> {
     SCOPE
         .try_with(|holds| {
             let mut holds = holds.borrow_mut();
-            let key = (client_id.to_owned(), name.to_owned());
+            let key = (client_id.to_owned(), name.to_owned(), side);
             let entry = holds.get(&key)?;
             match entry.registration.upgrade() {
                 Some(registration) => Some(Held {
@@ -110,12 +110,12 @@ fn lookup(client_id: &str, name: &str) -> Option<Held> {
         .flatten()
 }
 
-/// Records a new hold in the current scope, if there is one.
-pub(crate) fn remember(client_id: &str, guard: &LockGuard) {
+/// Records a new hold of `kind` in the current scope, if there is one.
+pub(crate) fn remember(client_id: &str, kind: Kind, guard: &LockGuard) {
     let Some(held) = guard.held() else { return };
     let _ = SCOPE.try_with(|holds| {
         holds.borrow_mut().insert(
-            (client_id.to_owned(), guard.name().to_owned()),
+            (client_id.to_owned(), guard.name().to_owned(), kind.side()),
             Entry {
                 field: held.field,
                 lease_ms: held.lease_ms,
@@ -128,9 +128,27 @@ pub(crate) fn remember(client_id: &str, guard: &LockGuard) {
     });
 }
 
+/// What an acquisition in an owner scope does instead of waiting.
+pub(crate) enum Reentry {
+    /// The scope held the lock: here is one more guard of its hold.
+    Reentered(LockGuard),
+    /// Nothing to re-enter: acquire anew, under a new owner.
+    Acquire,
+    /// The scope holds the write side of this read-write lock: acquire the
+    /// read side as the same owner (this reader field), which the write
+    /// hold lets in at once (a downgrade, as in Redisson).
+    Downgrade(Arc<str>),
+}
+
 /// In an owner scope that holds lock `name` through `client`: re-enters the
-/// hold. `None` outside a scope, or when the scope's hold was lost, so the
-/// caller acquires anew.
+/// hold. [`Reentry::Acquire`] outside a scope, or when the scope's hold was
+/// lost, so the caller acquires anew.
+///
+/// # Errors
+///
+/// [`is_invalid_argument`](Error::is_invalid_argument) for the write side
+/// of a read-write lock whose read side the scope holds: an upgrade would
+/// wait for the scope's own read hold for ever (Redisson's does).
 ///
 /// # Cancel safety
 ///
@@ -144,17 +162,25 @@ pub(crate) async fn reenter(
     client: &Client,
     kind: Kind,
     name: &Arc<str>,
-) -> Result<Option<LockGuard>, Error> {
-    let Some(held) = lookup(client.id(), name) else {
-        return Ok(None);
-    };
-    // Lost by our own reckoning, it may still be in Redis for a moment
+) -> Result<Reentry, Error> {
+    let live = |side| lookup(client.id(), name, side).filter(|held| !held.is_lost(client));
+    // Lost by our own reckoning, a hold may still be in Redis for a moment
     // (renewed too late, or a fixed lease by our clock): re-entering would
     // hand out a guard that nothing renews.
-    if held.is_lost(client) {
-        return Ok(None);
-    }
-    let call = scripts::lock::reenter(name, held.lease_ms, &held.field);
+    let Some(held) = live(kind.side()) else {
+        return match kind {
+            Kind::Write if live(Side::Read).is_some() => Err(Error::invalid(format!(
+                "cannot take the write lock while this scope holds the read lock of {name}: \
+                 release the read lock first (an upgrade would wait for itself)"
+            ))
+            .with_key(name)),
+            Kind::Read => Ok(live(Side::Write)
+                .and_then(|writer| writer.field.strip_suffix(":write").map(Arc::from))
+                .map_or(Reentry::Acquire, Reentry::Downgrade)),
+            _ => Ok(Reentry::Acquire),
+        };
+    };
+    let call = kind.reenter(name, held.lease_ms, &held.field);
     let undo = Undo {
         conn: client.conn().clone(),
         kind,
@@ -186,11 +212,11 @@ pub(crate) async fn reenter(
     // most one lease, as a crashed holder's would.
     if !reply.map_err(|e| Error::from(e).with_key(name))? {
         // The scope's hold is gone: expired, or taken over.
-        return Ok(None);
+        return Ok(Reentry::Acquire);
     }
     tracing::debug!(key = %name, "lock re-entered");
     let hold = Hold::reentered(client.clone(), kind, name.clone(), held);
-    Ok(Some(LockGuard::new(hold)))
+    Ok(Reentry::Reentered(LockGuard::new(hold)))
 }
 
 /// Takes back one re-entry of a shared owner field.

@@ -100,6 +100,9 @@ struct Entry {
     /// The key's hash slot on a cluster, which batches group by.
     slot: Option<SlotId>,
     field: Arc<str>,
+    /// A read hold of a read-write lock: its timeout keys are renewed too
+    /// ([`scripts::rwlock::renew_reads`](crate::scripts::rwlock::renew_reads)).
+    read: bool,
     /// The lock's metrics label, for renewals and losses.
     label: SharedString,
     /// When the lease could have expired by our clock.
@@ -128,12 +131,14 @@ impl Watchdog {
         Watchdog { shared, conn }
     }
 
-    /// Starts renewing a lock whose acquire was sent at `sent_at`. Returns
-    /// the id to deregister it with.
+    /// Starts renewing a lock (a read hold of a read-write lock when
+    /// `read`) whose acquire was sent at `sent_at`. Returns the id to
+    /// deregister it with.
     pub(crate) fn register(
         &self,
         key: Arc<str>,
         field: Arc<str>,
+        read: bool,
         label: SharedString,
         sent_at: Instant,
         lost: LostSignal,
@@ -144,6 +149,7 @@ impl Watchdog {
             slot: self.conn.slot(&key),
             key,
             field,
+            read,
             label,
             deadline,
             lost,
@@ -298,7 +304,14 @@ mod tests {
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
         let lost = LostSignal::new();
         let start = Instant::now();
-        dog.register("k".into(), "f".into(), "".into(), start, lost.clone());
+        dog.register(
+            "k".into(),
+            "f".into(),
+            false,
+            "".into(),
+            start,
+            lost.clone(),
+        );
         assert_eq!(lost.wait().await, LostReason::RenewalFailed);
         let at = start.elapsed();
         assert!(at >= Duration::from_millis(300), "lost too early: {at:?}");
@@ -331,13 +344,27 @@ mod tests {
         let dog = Watchdog::start(conn, Duration::from_millis(300), stop_rx);
         let sender = LostSignal::new;
         tokio::time::sleep(Duration::from_millis(50)).await;
-        dog.register("a".into(), "f".into(), "".into(), Instant::now(), sender());
+        dog.register(
+            "a".into(),
+            "f".into(),
+            false,
+            "".into(),
+            Instant::now(),
+            sender(),
+        );
         // The first round starts at 100 ms and stalls.
         tokio::time::sleep(Duration::from_millis(60)).await;
         let late = sender();
         // An acquire sent at 0 ms whose reply came late: deadline 300 ms,
         // earlier than the first lock's 350 ms.
-        dog.register("b".into(), "f".into(), "".into(), start, late.clone());
+        dog.register(
+            "b".into(),
+            "f".into(),
+            false,
+            "".into(),
+            start,
+            late.clone(),
+        );
         late.wait().await;
         let at = start.elapsed();
         assert!(

@@ -75,6 +75,33 @@ pub fn rwlock_channel(name: &str) -> String {
     prefixed(RWLOCK_CHANNEL_PREFIX, name)
 }
 
+/// The base of read-write lock `name`'s per-hold timeout keys, Redisson's
+/// `suffixName` rule without a suffix: `{name}`, or `name` when it already
+/// contains `{`.
+pub fn read_timeout_base(name: &str) -> String {
+    if name.contains('{') {
+        name.to_owned()
+    } else {
+        let mut base = String::with_capacity(name.len() + 2);
+        base.push('{');
+        base.push_str(name);
+        base.push('}');
+        base
+    }
+}
+
+/// The prefix of reader `field`'s timeout keys in read-write lock `name`,
+/// `{name}:<field>:rwlock_timeout`: its i-th read hold has the key
+/// `<prefix>:<i>`, a string `1` that expires with that hold.
+pub fn read_timeout_prefix(name: &str, field: &str) -> String {
+    let mut prefix = read_timeout_base(name);
+    prefix.reserve(field.len() + 16);
+    prefix.push(':');
+    prefix.push_str(field);
+    prefix.push_str(":rwlock_timeout");
+    prefix
+}
+
 fn prefixed(prefix: &str, name: &str) -> String {
     // Pushed rather than `format!`ted: this runs on every acquire and
     // release, and the formatting machinery costs several times the copy
@@ -168,6 +195,18 @@ mod tests {
     fn rwlock_channel_follows_the_brace_rule() {
         assert_eq!(rwlock_channel("a"), "redisson_rwlock:{a}");
         assert_eq!(rwlock_channel("{a}:b"), "redisson_rwlock:{a}:b");
+    }
+
+    #[test]
+    fn read_timeout_keys_follow_redissons_suffix_rule() {
+        assert_eq!(read_timeout_base("a"), "{a}");
+        assert_eq!(read_timeout_base("x{a}"), "x{a}");
+        assert_eq!(read_timeout_prefix("a", "u:1"), "{a}:u:1:rwlock_timeout");
+        assert_eq!(
+            read_timeout_prefix("{a}:b", "u:1"),
+            "{a}:b:u:1:rwlock_timeout"
+        );
+        assert!(is_redisson_aux(&(read_timeout_prefix("a", "u:1") + ":1")));
     }
 
     #[test]

@@ -25,6 +25,9 @@ struct Batch {
     /// [`scripts::lock::renew_on_node`]; else of one slot (or of the one
     /// node), for [`scripts::lock::renew`].
     on_node: bool,
+    /// Read holds of read-write locks, of one slot, for
+    /// [`scripts::rwlock::renew_reads`].
+    reads: bool,
 }
 
 /// What a batch's locks share.
@@ -32,6 +35,10 @@ struct Batch {
 enum Group {
     Slot(Option<SlotId>),
     Node(u16),
+    /// Read holds, which renew their timeout keys too; batched by slot (a
+    /// read hold declares two keys per lock), and rare enough that a
+    /// per-node script of their own would not pay.
+    Reads(Option<SlotId>),
 }
 
 impl Shared {
@@ -42,7 +49,11 @@ impl Shared {
         let mut groups: HashMap<Group, Vec<u64>> = HashMap::new();
         let mut add = |id: u64, entry: &Entry| {
             let node = nodes.zip(entry.slot).and_then(|(n, slot)| n.node_of(slot));
-            let group = node.map_or(Group::Slot(entry.slot), Group::Node);
+            let group = if entry.read {
+                Group::Reads(entry.slot)
+            } else {
+                node.map_or(Group::Slot(entry.slot), Group::Node)
+            };
             groups.entry(group).or_default().push(id);
         };
         let state = self.lock();
@@ -67,6 +78,7 @@ impl Shared {
                 batches.push(Batch {
                     ids: chunk.to_vec(),
                     on_node: matches!(group, Group::Node(_)),
+                    reads: matches!(group, Group::Reads(_)),
                 });
             }
         }
@@ -146,7 +158,9 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
         return (true, Vec::new());
     }
     let locks = batch.iter().map(|(_, key, field, _)| (&**key, &**field));
-    let call = if chunk.on_node {
+    let call = if chunk.reads {
+        scripts::rwlock::renew_reads(shared.timeout_ms, locks)
+    } else if chunk.on_node {
         scripts::lock::renew_on_node(shared.timeout_ms, locks)
     } else {
         scripts::lock::renew(shared.timeout_ms, locks)

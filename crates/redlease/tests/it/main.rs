@@ -48,6 +48,8 @@ mod redisson;
 mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.
 mod replica;
+/// The read-write lock: Redisson's layout, readers together, writers alone.
+mod rwlock;
 /// Locks through Redis Sentinel: failover under load, a key lost in it, a
 /// sentinel down or wrong.
 mod sentinel;

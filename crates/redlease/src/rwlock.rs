@@ -1,0 +1,83 @@
+//! [`ReadWriteLock`]: many readers or one writer, on Redisson's
+//! `RReadWriteLock` layout. Each side is a [`Lock`] of its own kind, so
+//! leases, waiting, guards, loss, fencing and scopes are the lock's.
+
+use std::sync::Arc;
+
+use crate::client::Client;
+use crate::kind::Kind;
+use crate::lock::Lock;
+
+/// A handle to one named read-write lock; made by
+/// [`Client::read_write_lock`].
+///
+/// [`read`](ReadWriteLock::read) and [`write`](ReadWriteLock::write) return
+/// the two sides as [`Lock`]s with the whole lock API (leases, `try_lock`,
+/// `try_lock_for`, `lock`, guards with `unlock`, `lost`, fencing tokens).
+/// Any number of read holds share the lock; a write hold excludes every
+/// other hold, read or write, of any owner.
+///
+/// The data is Redisson's `RReadWriteLock` (the hash `name` with a `mode`
+/// field, readers `<client-id>:<n>`, writers `<client-id>:<n>:write`, one
+/// timeout key per read hold, releases announced on
+/// `redisson_rwlock:{name}`), so a Java reader and a Rust writer on one name
+/// exclude each other, and each side's release wakes the other's waiters.
+///
+/// In an owner [`scope`](crate::scope), the owner of the write side may also
+/// take the read side (a downgrade: release the write side afterwards and
+/// keep reading), as in Redisson; the owner of the read side may not take
+/// the write side, which would wait for its own read hold for ever
+/// (Redisson's does): that is refused with an error for which
+/// [`is_invalid_argument`](crate::Error::is_invalid_argument) is true.
+///
+/// ```no_run
+/// # async fn demo(client: redlease::Client) -> Result<(), redlease::Error> {
+/// let rw = client.read_write_lock("catalog:prices");
+/// let reading = rw.read().try_lock().await?;
+/// // ... read the cache: other readers may read too ...
+/// reading.unlock().await?;
+///
+/// let writing = rw.write().lock().await?;
+/// // ... rebuild the cache alone ...
+/// writing.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    client: Client,
+    name: Arc<str>,
+}
+
+impl Client {
+    /// Returns a handle to the read-write lock called `name`. Nothing is
+    /// sent to Redis until one of its sides is used, and the name is checked
+    /// then.
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock {
+            client: self.clone(),
+            name: name.into().into(),
+        }
+    }
+}
+
+impl ReadWriteLock {
+    /// The lock's name, which is also its Redis key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The read side: shared with every other read hold, excluded by a
+    /// write hold of another owner.
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn read(&self) -> Lock {
+        Lock::new(self.client.clone(), Kind::Read, self.name.to_string())
+    }
+
+    /// The write side: excludes every other hold of the lock, read or write.
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn write(&self) -> Lock {
+        Lock::new(self.client.clone(), Kind::Write, self.name.to_string())
+    }
+}
