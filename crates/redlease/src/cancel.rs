@@ -39,16 +39,16 @@ impl Withdrawal {
     }
 
     /// Armed for a fair waiter's place in the queue (and any hold its
-    /// attempts may have taken), when `queued`; disarmed otherwise.
+    /// attempts may have taken), when `kind` is queued; disarmed otherwise.
     pub(crate) fn queue_place(
         conn: &Connection,
-        queued: bool,
+        kind: Kind,
         name: &Arc<str>,
         field: &Arc<str>,
     ) -> Withdrawal {
         Withdrawal {
-            conn: queued.then(|| conn.clone()),
-            kind: Kind::Fair,
+            conn: kind.is_queued().then(|| conn.clone()),
+            kind,
             name: name.clone(),
             field: field.clone(),
             lease_ms: 0,

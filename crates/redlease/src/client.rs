@@ -54,6 +54,9 @@ struct Inner {
     watchdog_timeout: Duration,
     /// Time to live of fencing counters, refreshed by every acquisition.
     fencing_ttl_ms: u64,
+    /// Redisson's wait per place in a fair lock's queue, which fair
+    /// waiters' deadlines count in (see `ClientBuilder::redisson_fair_wait`).
+    redisson_fair_wait_ms: u64,
     watchdog: Watchdog,
     /// Set by [`ClientBuilder::require_replicas`].
     replicas: Option<Replicas>,
@@ -100,6 +103,11 @@ impl Client {
     /// Time to live of fencing counters, in milliseconds.
     pub(crate) fn fencing_ttl_ms(&self) -> u64 {
         self.inner.fencing_ttl_ms
+    }
+
+    /// Redisson's wait per place in a fair lock's queue, in milliseconds.
+    pub(crate) fn redisson_fair_wait_ms(&self) -> u64 {
+        self.inner.redisson_fair_wait_ms
     }
 
     /// The client's renewal task.
@@ -162,6 +170,7 @@ impl Client {
             connection_timeout: Duration::from_secs(1),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
             redisson_fenced_interop: false,
+            redisson_fair_wait: Duration::from_millis(crate::scripts::fair::REDISSON_FAIR_WAIT_MS),
             replicas: None,
             pubsub_mode: PubSubMode::Auto,
             tls: TlsOptions::default(),
@@ -208,6 +217,8 @@ pub struct ClientBuilder {
     fencing_counter_ttl: Duration,
     /// Keep fencing counters for ever; see `redisson_fenced_interop`.
     redisson_fenced_interop: bool,
+    /// Redisson's `fairLockWaitTimeout`; see `redisson_fair_wait`.
+    redisson_fair_wait: Duration,
     /// Replicas that must acknowledge an acquire, and for how long to wait.
     replicas: Option<(u32, Duration)>,
     pubsub_mode: PubSubMode,
@@ -275,6 +286,24 @@ impl ClientBuilder {
     /// one small key per lock name, for ever, as with Redisson alone.
     pub fn redisson_fenced_interop(mut self, on: bool) -> ClientBuilder {
         self.redisson_fenced_interop = on;
+        self
+    }
+
+    /// The `fairLockWaitTimeout` of the Redisson clients that share fair
+    /// locks with this one (default 5 minutes, Redisson's default). At least
+    /// 1 ms.
+    ///
+    /// Redisson's fair acquire takes this wait off every waiter's deadline
+    /// in `redisson_lock_timeout:{name}` when a waiter leaves the queue with
+    /// the lock, so redlease counts it in, once per waiter ahead, in the
+    /// deadlines of its own fair waiters: a Java neighbour then never drops
+    /// a live redlease waiter from the queue. The price: a waiter that dies
+    /// in the queue blocks the ones behind it for up to this wait per dead
+    /// waiter ahead of them, as in Redisson. Set it to what the Java
+    /// services use (`Config.setFairLockWaitTimeout`); with no Java
+    /// services on fair locks, a few seconds lets a dead waiter go sooner.
+    pub fn redisson_fair_wait(mut self, wait: Duration) -> ClientBuilder {
+        self.redisson_fair_wait = wait;
         self
     }
 
@@ -470,6 +499,8 @@ impl ClientBuilder {
     /// is only started once the connection is made.
     pub async fn build(self) -> Result<Client, Error> {
         let fencing_ttl_ms = self.validate()?;
+        let redisson_fair_wait_ms =
+            name::lease_millis("redisson fair wait", self.redisson_fair_wait)?;
         let target = connection::url::parse(&self.url, &self.tls, &self.sentinel_auth)?;
         let timeouts = Timeouts {
             response: self.response_timeout,
@@ -496,6 +527,7 @@ impl ClientBuilder {
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
                 fencing_ttl_ms,
+                redisson_fair_wait_ms,
                 replicas,
                 watchdog,
                 subscriptions,

@@ -14,7 +14,11 @@ use crate::scripts::{self, ScriptCall};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Plain,
-    Fair,
+    /// With Redisson's wait per place in the queue, in milliseconds
+    /// ([`ClientBuilder::redisson_fair_wait`](crate::ClientBuilder::redisson_fair_wait)).
+    Fair {
+        redisson_wait_ms: u64,
+    },
     /// The read side of a read-write lock: shared with other readers.
     Read,
     /// The write side of a read-write lock: alone.
@@ -65,7 +69,7 @@ impl Kind {
             Kind::Plain => scripts::lock::acquire(name, lease_ms, field, fencing_ttl_ms),
             Kind::Read => scripts::rwlock::read_acquire(name, lease_ms, field, fencing_ttl_ms),
             Kind::Write => scripts::rwlock::write_acquire(name, lease_ms, field, fencing_ttl_ms),
-            Kind::Fair => scripts::fair::acquire(
+            Kind::Fair { redisson_wait_ms } => scripts::fair::acquire(
                 name,
                 lease_ms,
                 field,
@@ -73,6 +77,7 @@ impl Kind {
                 enqueue,
                 fencing_ttl_ms,
                 publish,
+                redisson_wait_ms,
             ),
         }
     }
@@ -88,7 +93,7 @@ impl Kind {
     ) -> ScriptCall {
         match self {
             Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
-            Kind::Fair => scripts::fair::release(name, lease_ms, field, publish),
+            Kind::Fair { .. } => scripts::fair::release(name, lease_ms, field, publish),
             Kind::Read => scripts::rwlock::read_release(name, field, publish),
             Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish),
         }
@@ -99,7 +104,9 @@ impl Kind {
     pub(crate) fn reenter(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
         match self {
             Kind::Read => scripts::rwlock::read_reenter(name, lease_ms, field),
-            Kind::Plain | Kind::Fair | Kind::Write => scripts::lock::reenter(name, lease_ms, field),
+            Kind::Plain | Kind::Fair { .. } | Kind::Write => {
+                scripts::lock::reenter(name, lease_ms, field)
+            }
         }
     }
 
@@ -114,7 +121,9 @@ impl Kind {
         publish: Publish,
     ) -> ScriptCall {
         match self {
-            Kind::Fair => scripts::fair::abandon(name, field, publish),
+            Kind::Fair { redisson_wait_ms } => {
+                scripts::fair::abandon(name, field, publish, redisson_wait_ms)
+            }
             Kind::Plain | Kind::Read | Kind::Write => self.release(name, lease_ms, field, publish),
         }
     }
@@ -125,7 +134,7 @@ impl Kind {
     pub(crate) fn wake_channel(self, name: &str, field: &str) -> String {
         match self {
             Kind::Plain => layout::channel(name),
-            Kind::Fair => layout::waiter_channel(name, field),
+            Kind::Fair { .. } => layout::waiter_channel(name, field),
             Kind::Read | Kind::Write => layout::rwlock_channel(name),
         }
     }
@@ -134,7 +143,7 @@ impl Kind {
     /// may let every waiting reader in.
     pub(crate) fn wakes(self) -> Wakes {
         match self {
-            Kind::Plain | Kind::Fair => Wakes::One,
+            Kind::Plain | Kind::Fair { .. } => Wakes::One,
             Kind::Read | Kind::Write => Wakes::AllOnOne,
         }
     }
@@ -149,14 +158,14 @@ impl Kind {
                 field.push_str(":write");
                 field.into()
             }
-            Kind::Plain | Kind::Fair | Kind::Read => fresh,
+            Kind::Plain | Kind::Fair { .. } | Kind::Read => fresh,
         }
     }
 
     /// The hold of a name an owner scope re-enters for this kind.
     pub(crate) fn side(self) -> Side {
         match self {
-            Kind::Plain | Kind::Fair => Side::Exclusive,
+            Kind::Plain | Kind::Fair { .. } => Side::Exclusive,
             Kind::Read => Side::Read,
             Kind::Write => Side::Write,
         }
@@ -171,6 +180,6 @@ impl Kind {
     /// Whether waiters hold a place in a queue, which they must refresh and
     /// give up when they stop waiting.
     pub(crate) fn is_queued(self) -> bool {
-        self == Kind::Fair
+        matches!(self, Kind::Fair { .. })
     }
 }

@@ -74,7 +74,8 @@ impl Client {
     /// [watchdog timeout](crate::ClientBuilder::watchdog_timeout).
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), Kind::Fair, name.into())
+        let redisson_wait_ms = self.redisson_fair_wait_ms();
+        Lock::new(self.clone(), Kind::Fair { redisson_wait_ms }, name.into())
     }
 }
 
@@ -216,7 +217,7 @@ impl Lock {
         let mut contender = Waiter {
             place: Withdrawal::queue_place(
                 self.client.acquire_conn(),
-                self.kind.is_queued(),
+                self.kind,
                 &self.name,
                 &field,
             ),

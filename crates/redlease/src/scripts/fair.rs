@@ -18,7 +18,8 @@ use crate::layout;
 /// The wait Redisson's `RFairLock` adds to a waiter's deadline per place in
 /// the queue, and subtracts from every deadline when the head takes the
 /// lock: its `fairLockWaitTimeout`, 5 minutes by default (what Java's
-/// `lock()` uses).
+/// `lock()` uses), and the default of
+/// [`ClientBuilder::redisson_fair_wait`](crate::ClientBuilder::redisson_fair_wait).
 pub(crate) const REDISSON_FAIR_WAIT_MS: u64 = 300_000;
 
 /// Shared by the fair-lock scripts (after [`NOW_MS`]): the removal of dead
@@ -99,7 +100,8 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   the fencing counter's time to live in milliseconds (`0`: none, as for
 ///   [`acquire`](super::lock::acquire)); ARGV\[8\]: the
 ///   publish command (`publish` or `spublish`); ARGV\[9\]: Redisson's wait
-///   per place in the queue, [`REDISSON_FAIR_WAIT_MS`].
+///   per place in the queue (its `fairLockWaitTimeout`,
+///   [`REDISSON_FAIR_WAIT_MS`] by default).
 /// * Dead waiters are first dropped from the head of the queue. The lock is
 ///   taken when it is free and the queue is empty or starts with this owner
 ///   (which then leaves the queue), or re-entered when this owner holds it:
@@ -119,6 +121,7 @@ pub(crate) fn acquire(
     enqueue: bool,
     fencing_ttl_ms: u64,
     publish: Publish,
+    redisson_wait_ms: u64,
 ) -> ScriptCall {
     keys(ScriptCall::new(&ACQUIRE), name)
         .arg(lease_ms)
@@ -129,7 +132,7 @@ pub(crate) fn acquire(
         .arg(UNLOCK_MESSAGE)
         .arg(fencing_ttl_ms)
         .arg(publish.command())
-        .arg(REDISSON_FAIR_WAIT_MS)
+        .arg(redisson_wait_ms)
 }
 
 pub(super) static RELEASE: LazyLock<Lua> =
@@ -193,19 +196,24 @@ return 1
 ///
 /// * KEYS as [`acquire`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
 ///   release channel prefix; ARGV\[3\]: the unlock message; ARGV\[4\]: the
-///   publish command; ARGV\[5\]: Redisson's wait per place,
-///   [`REDISSON_FAIR_WAIT_MS`], taken off the deadlines of the waiters
+///   publish command; ARGV\[5\]: Redisson's wait per place (as
+///   [`acquire`]'s ARGV\[9\]), taken off the deadlines of the waiters
 ///   behind.
 /// * Removes the owner from the queue and the zset, releases one hold of the
 ///   lock if the owner has it (a key of another type is left alone), and if
 ///   the lock is then free wakes the head waiter. Returns `1`.
-pub(crate) fn abandon(name: &str, field: &str, publish: Publish) -> ScriptCall {
+pub(crate) fn abandon(
+    name: &str,
+    field: &str,
+    publish: Publish,
+    redisson_wait_ms: u64,
+) -> ScriptCall {
     keys(ScriptCall::new(&ABANDON), name)
         .arg(field)
         .arg(layout::channel(name))
         .arg(UNLOCK_MESSAGE)
         .arg(publish.command())
-        .arg(REDISSON_FAIR_WAIT_MS)
+        .arg(redisson_wait_ms)
 }
 
 #[cfg(test)]
@@ -230,6 +238,7 @@ mod tests {
             true,
             5,
             Publish::Sharded,
+            REDISSON_FAIR_WAIT_MS,
         ));
         assert_eq!(keys, KEYS);
         assert_eq!(
@@ -254,8 +263,10 @@ mod tests {
             false,
             5,
             Publish::Plain,
+            60_000,
         ));
         assert_eq!(args[4], "0");
+        assert_eq!(args[8], "60000");
     }
 
     #[test]
@@ -270,7 +281,12 @@ mod tests {
 
     #[test]
     fn abandon_packs_owner_channel_message_wait() {
-        let (keys, args) = packed(&abandon("a", "u:1", Publish::Sharded));
+        let (keys, args) = packed(&abandon(
+            "a",
+            "u:1",
+            Publish::Sharded,
+            REDISSON_FAIR_WAIT_MS,
+        ));
         assert_eq!(keys, KEYS);
         assert_eq!(
             args,

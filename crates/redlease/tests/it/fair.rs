@@ -561,3 +561,65 @@ async fn a_redisson_lock_neighbour_does_not_drop_a_redlease_fair_waiter() {
     assert_eq!(queued(server, &name), (0, 0));
     let _: () = redis::cmd("DEL").arg(&name).query(&mut conn).unwrap();
 }
+
+/// #15: `redisson_fair_wait` sets the wait a fair waiter's deadline counts
+/// per waiter ahead: one redlease waiter behind another is scored that much
+/// later (not Redisson's default 5 minutes), and both still get the lock
+/// in turn.
+#[tokio::test]
+async fn the_redisson_fair_wait_is_what_deadlines_count_per_waiter_ahead() {
+    let server = RedisServer::shared();
+    let wait = Duration::from_secs(10);
+    let configured = || async {
+        redlease::Client::builder(&server.url())
+            .redisson_fair_wait(wait)
+            .build()
+            .await
+            .unwrap()
+    };
+    let (holder, first, second) = (client().await, configured().await, configured().await);
+    let name = unique("fair-wait-option");
+    let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    let one = spawn_timed(first.fair_lock(&name), Duration::from_secs(20));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (1, 1))
+            .await
+            .is_some()
+    );
+    let two = spawn_timed(second.fair_lock(&name), Duration::from_secs(20));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
+            .await
+            .is_some()
+    );
+    let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(timeouts(&name))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut server.connection())
+        .unwrap();
+    let apart = scores[1].1 - scores[0].1;
+    assert!(
+        (9_000.0..11_000.0).contains(&apart),
+        "second waiter scored {apart} ms after the first: {scores:?}"
+    );
+    held.unlock().await.unwrap();
+    acquired_within(one, Instant::now(), Duration::from_secs(2))
+        .await
+        .unlock()
+        .await
+        .unwrap();
+    acquired_within(two, Instant::now(), Duration::from_secs(2))
+        .await
+        .unlock()
+        .await
+        .unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
+    let refused = redlease::Client::builder(&server.url())
+        .redisson_fair_wait(Duration::ZERO)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(refused.is_invalid_argument(), "{refused}");
+}
