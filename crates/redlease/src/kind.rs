@@ -140,11 +140,11 @@ impl Kind {
     }
 
     /// What a message on the wake channel wakes: a write release (`1`)
-    /// may let every waiting reader in.
+    /// may let every waiting reader in, but only one writer.
     pub(crate) fn wakes(self) -> Wakes {
         match self {
-            Kind::Plain | Kind::Fair { .. } => Wakes::One,
-            Kind::Read | Kind::Write => Wakes::AllOnOne,
+            Kind::Plain | Kind::Fair { .. } | Kind::Write => Wakes::One,
+            Kind::Read => Wakes::Reader,
         }
     }
 

@@ -24,9 +24,9 @@
 //! What a message wakes depends on the primitive ([`Wakes`]): a lock's
 //! release wakes one waiter per process, whatever the number of waiters in
 //! it, so the Redis commands caused by a hand-off do not grow with the
-//! number of local waiters; a write unlock of a read-write lock or an opened
-//! latch wakes them all; a semaphore's message wakes as many as it announces
-//! permits. A woken waiter that is cancelled before it could retry passes the
+//! number of local waiters; a write unlock of a read-write lock wakes every
+//! waiting reader (and one writer), an opened latch every waiter; a
+//! semaphore's message wakes as many as it announces permits. A woken waiter that is cancelled before it could retry passes the
 //! wake-up on ([`Baton`]). When the connection drops, every waiter is woken
 //! to re-check, since messages may have been lost meanwhile.
 //!
@@ -72,30 +72,84 @@ struct Shared {
 }
 
 struct Channel {
+    /// Waiters on `notify`: all but a read-write lock's readers.
     waiters: usize,
+    /// Waiters on `readers`.
+    readers: usize,
     state: Arc<ChannelState>,
 }
 
 struct ChannelState {
     notify: Notify,
+    /// A read-write lock's waiting readers, apart from its writers: a write
+    /// unlock wakes them all, but only one writer.
+    readers: Notify,
     subscribed: watch::Sender<SubState>,
     /// Messages received so far (and disconnections, which may have lost
     /// some).
     messages: AtomicU64,
-    /// What a message wakes; set by the channel's first waiter (every waiter
-    /// of one channel waits for the same kind of structure).
+    /// What a message wakes of the waiters on `notify`; set by the
+    /// channel's first waiter (every waiter of one channel waits for the
+    /// same kind of structure).
     wakes: Wakes,
+}
+
+impl Channel {
+    /// Wakes the waiters a message with `payload` (an integer, if it is
+    /// one) frees, as each group's [`Wakes`] says.
+    fn deliver(&self, payload: Option<i64>) {
+        let state = &self.state;
+        state.messages.fetch_add(1, Ordering::AcqRel);
+        let groups = [
+            (&state.notify, self.waiters, state.wakes),
+            (&state.readers, self.readers, Wakes::Reader),
+        ];
+        for (notify, waiters, wakes) in groups {
+            if waiters == 0 {
+                continue;
+            }
+            let wake = wakes.how_many(payload);
+            if wake >= waiters {
+                // Every waiter, and a stored permit for one that is between
+                // attempts.
+                notify.notify_waiters();
+                notify.notify_one();
+            } else {
+                for _ in 0..wake {
+                    notify.notify_one();
+                }
+            }
+        }
+    }
+}
+
+impl ChannelState {
+    /// The waiters a subscription waits with.
+    fn notify(&self, reader: bool) -> &Notify {
+        if reader { &self.readers } else { &self.notify }
+    }
+
+    /// Wakes every waiter to re-check, counting a message: some may have
+    /// been lost.
+    fn wake_all(&self) {
+        self.messages.fetch_add(1, Ordering::AcqRel);
+        for notify in [&self.notify, &self.readers] {
+            notify.notify_waiters();
+            notify.notify_one();
+        }
+    }
 }
 
 /// What a message on a channel wakes, by the primitive that waits on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wakes {
-    /// Every message wakes one waiter: a lock's release.
+    /// Every message wakes one waiter: a lock's release, or a read-write
+    /// lock's release for its waiting writers.
     One,
-    /// `1` wakes every waiter, anything else one: a read-write lock, whose
-    /// write unlock (`1`) may let every reader in, and whose last read
-    /// unlock (`0`) frees it for one writer.
-    AllOnOne,
+    /// A read-write lock's waiting reader: a write unlock (`1`) wakes every
+    /// reader, since all of them may go; any other message one reader
+    /// (besides one writer).
+    Reader,
     /// `n` wakes up to `n` waiters: the permits a semaphore announces.
     Count,
     /// `0` wakes every waiter, anything else none: a count-down latch that
@@ -109,8 +163,8 @@ impl Wakes {
     fn how_many(self, payload: Option<i64>) -> usize {
         match (self, payload) {
             (Wakes::One, _) => 1,
-            (Wakes::AllOnOne, Some(1)) => usize::MAX,
-            (Wakes::AllOnOne, _) => 1,
+            (Wakes::Reader, Some(1)) => usize::MAX,
+            (Wakes::Reader, _) => 1,
             (Wakes::Count, Some(n)) => usize::try_from(n).unwrap_or(0),
             // Not a number: someone else's message; a check is cheap.
             (Wakes::Count, None) => 1,
@@ -138,18 +192,27 @@ impl Subscriptions {
     /// is shared with every other waiter of this client on that channel.
     pub(crate) fn join(&self, channel: String, wakes: Wakes) -> Subscription {
         let mut channels = self.shared.lock();
+        let reader = wakes == Wakes::Reader;
         let entry = channels.entry(channel.clone()).or_insert_with(|| Channel {
             waiters: 0,
+            readers: 0,
             state: Arc::new(ChannelState {
                 notify: Notify::new(),
+                readers: Notify::new(),
                 subscribed: watch::channel(SubState::Pending).0,
                 messages: AtomicU64::new(0),
-                wakes,
+                // A reader joining first: the writers that join later are
+                // woken one per message.
+                wakes: if reader { Wakes::One } else { wakes },
             }),
         });
-        entry.waiters += 1;
+        if reader {
+            entry.readers += 1;
+        } else {
+            entry.waiters += 1;
+        }
         let state = entry.state.clone();
-        if entry.waiters == 1 {
+        if entry.waiters + entry.readers == 1 {
             let _ = self
                 .shared
                 .reconcile
@@ -159,6 +222,7 @@ impl Subscriptions {
             shared: self.shared.clone(),
             channel,
             state,
+            reader,
         }
     }
 }
@@ -175,6 +239,8 @@ pub(crate) struct Subscription {
     shared: Arc<Shared>,
     channel: String,
     state: Arc<ChannelState>,
+    /// Waits on the channel's `readers`, not its `notify`.
+    reader: bool,
 }
 
 impl Subscription {
@@ -211,7 +277,7 @@ impl Subscription {
     /// (`None`: no limit); returns at once if messages arrived since the
     /// count `seen`. Returns a [`Baton`] when woken by a message.
     pub(crate) async fn wait(&self, seen: u64, max: Option<Duration>) -> Option<Baton> {
-        let notified = self.state.notify.notified();
+        let notified = self.state.notify(self.reader).notified();
         tokio::pin!(notified);
         // Registered before the count is read: a message after the read
         // wakes this waiter (or leaves it the stored permit).
@@ -220,6 +286,7 @@ impl Subscription {
         if count != seen {
             return Some(Baton {
                 state: None,
+                reader: self.reader,
                 messages: count,
             });
         }
@@ -232,6 +299,7 @@ impl Subscription {
         };
         woken.then(|| Baton {
             state: Some(self.state.clone()),
+            reader: self.reader,
             messages: self.seen(),
         })
     }
@@ -242,8 +310,12 @@ impl Drop for Subscription {
         let mut channels = self.shared.lock();
         let last = match channels.get_mut(&self.channel) {
             Some(entry) => {
-                entry.waiters -= 1;
-                entry.waiters == 0
+                if self.reader {
+                    entry.readers -= 1;
+                } else {
+                    entry.waiters -= 1;
+                }
+                entry.waiters + entry.readers == 0
             }
             None => false,
         };
@@ -263,6 +335,8 @@ pub(crate) struct Baton {
     /// `None` for a wake-up that took no permit (messages had arrived
     /// before the waiter slept): there is nothing to pass on.
     state: Option<Arc<ChannelState>>,
+    /// The wake-up goes to a reader ([`Wakes::Reader`]).
+    reader: bool,
     /// The channel's message count when the waiter woke.
     messages: u64,
 }
@@ -283,7 +357,7 @@ impl Baton {
 impl Drop for Baton {
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
-            state.notify.notify_one();
+            state.notify(self.reader).notify_one();
         }
     }
 }
@@ -372,9 +446,7 @@ async fn moved(
             retry_later(shared, Request::Moved(channel));
         }
     }
-    state.messages.fetch_add(1, Ordering::AcqRel);
-    state.notify.notify_waiters();
-    state.notify.notify_one();
+    state.wake_all();
 }
 
 async fn reconcile(
@@ -436,19 +508,7 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
         match push {
             Push::Message { channel, payload } => {
                 if let Some(entry) = shared.lock().get(&channel) {
-                    let state = &entry.state;
-                    state.messages.fetch_add(1, Ordering::AcqRel);
-                    let wake = state.wakes.how_many(payload);
-                    if wake >= entry.waiters {
-                        // Every waiter, and a stored permit for one that is
-                        // between attempts.
-                        state.notify.notify_waiters();
-                        state.notify.notify_one();
-                    } else {
-                        for _ in 0..wake {
-                            state.notify.notify_one();
-                        }
-                    }
+                    entry.deliver(payload);
                 }
             }
             Push::ShardUnsubscribed(channel) => {
@@ -459,9 +519,7 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
                 // everyone re-checks, and the manager makes sure every
                 // wanted channel is subscribed again.
                 for entry in shared.lock().values() {
-                    entry.state.messages.fetch_add(1, Ordering::AcqRel);
-                    entry.state.notify.notify_waiters();
-                    entry.state.notify.notify_one();
+                    entry.state.wake_all();
                 }
                 let _ = shared.reconcile.send(Request::Resubscribe);
             }
@@ -536,8 +594,8 @@ mod tests {
     #[test]
     fn each_primitive_wakes_what_its_message_frees() {
         assert_eq!(Wakes::One.how_many(Some(0)), 1);
-        assert_eq!(Wakes::AllOnOne.how_many(Some(1)), usize::MAX);
-        assert_eq!(Wakes::AllOnOne.how_many(Some(0)), 1);
+        assert_eq!(Wakes::Reader.how_many(Some(1)), usize::MAX);
+        assert_eq!(Wakes::Reader.how_many(Some(0)), 1);
         assert_eq!(Wakes::Count.how_many(Some(3)), 3);
         assert_eq!(Wakes::Count.how_many(Some(-2)), 0);
         assert_eq!(Wakes::Count.how_many(None), 1);
@@ -574,5 +632,44 @@ mod tests {
                 .is_none(),
             "no new message, no wake-up"
         );
+    }
+
+    /// A write unlock (`1`) wakes every waiting reader and one writer; a
+    /// read unlock (`0`) one of each.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_unlock_wakes_every_reader_and_one_writer() {
+        let subs = subscriptions();
+        for (channel, payload, expected) in [("rw1", 1, (3, 1)), ("rw0", 0, (1, 1))] {
+            let mut joined = Vec::new();
+            for wakes in [
+                Wakes::Reader,
+                Wakes::One,
+                Wakes::Reader,
+                Wakes::One,
+                Wakes::Reader,
+            ] {
+                joined.push((wakes == Wakes::Reader, subs.join(channel.into(), wakes)));
+            }
+            let waits = joined.iter().map(|(reader, sub)| async move {
+                let baton = sub.wait(sub.seen(), Some(Duration::from_millis(10))).await;
+                (*reader, baton.map(Baton::used).is_some())
+            });
+            let waiting = futures_util::future::join_all(waits);
+            tokio::pin!(waiting);
+            // Everyone is asleep before the message.
+            tokio::select! {
+                biased;
+                _ = &mut waiting => panic!("woken before the message"),
+                _ = tokio::task::yield_now() => {}
+            }
+            subs.shared
+                .lock()
+                .get(channel)
+                .unwrap()
+                .deliver(Some(payload));
+            let woken = waiting.await;
+            let count = |reader| woken.iter().filter(|w| **w == (reader, true)).count();
+            assert_eq!((count(true), count(false)), expected, "message {payload}");
+        }
     }
 }

@@ -107,7 +107,15 @@ pub(crate) async fn wait<C: Contender>(
         backoff: 0,
     };
     loop {
-        let seen = waiting.joined.as_ref().map(|j| j.sub.seen());
+        // A lock's release wakes one waiter, and a waiter busy attempting
+        // when it came finds the permit stored: counting messages would
+        // only add attempts. Messages that wake several waiters store one
+        // permit for all of them: those count.
+        let seen = waiting
+            .joined
+            .as_ref()
+            .filter(|_| contender.wakes() != Wakes::One)
+            .map(|j| j.sub.seen());
         let outcome = contender.attempt().await;
         // The wake-up that led here is used once the attempt ran; after an
         // error it may not have, and dropping the baton hands the wake-up
