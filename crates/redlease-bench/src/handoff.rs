@@ -9,6 +9,10 @@
 //! returned (the unlock message can overtake the unlock's reply). Commands
 //! per hand-off are the commands redlease sent (`EVALSHA`, `SUBSCRIBE`,
 //! `UNSUBSCRIBE`) from `INFO commandstats`, divided by the acquisitions.
+//!
+//! The same measurement runs on the other exclusive primitives
+//! ([`Primitive`]): the write side of a read-write lock, and a semaphore
+//! with one permit.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +25,59 @@ use crate::target::Target;
 /// Clients the waiters are spread over, as several processes would be.
 pub(crate) const CLIENTS: usize = 4;
 
-/// Prints the hand-off table: `seconds` per row, one row per waiter count.
+/// What the tasks hand around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Primitive {
+    /// `client.lock(name)`.
+    Lock,
+    /// `client.read_write_lock(name).write()`.
+    Write,
+}
+
+impl Primitive {
+    fn label(self) -> &'static str {
+        match self {
+            Primitive::Lock => "lock",
+            Primitive::Write => "read-write lock, write side",
+        }
+    }
+}
+
+/// One task's handle on the primitive.
+enum Handle {
+    Lock(redlease::Lock),
+}
+
+/// What a task holds between its acquire and its release.
+enum Held {
+    Guard(redlease::LockGuard),
+}
+
+impl Handle {
+    fn new(primitive: Primitive, client: &redlease::Client, name: &str) -> Handle {
+        match primitive {
+            Primitive::Lock => Handle::Lock(client.lock(name)),
+            Primitive::Write => Handle::Lock(client.read_write_lock(name).write()),
+        }
+    }
+
+    async fn acquire(&self) -> Held {
+        match self {
+            Handle::Lock(lock) => Held::Guard(lock.lock().await.expect("lock")),
+        }
+    }
+}
+
+impl Held {
+    async fn release(self) {
+        match self {
+            Held::Guard(guard) => guard.unlock().await.expect("unlock"),
+        }
+    }
+}
+
+/// Prints the hand-off tables: `seconds` per row, one row per waiter count,
+/// for the lock, then for every primitive.
 pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usize]) {
     println!(
         "## Hand-off latency, `lock()` on one key, waiters over {CLIENTS} clients ({seconds} s per row)\n"
@@ -47,6 +103,33 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usi
             ms(r.quantile(100)),
             r.commands_per_handoff
         );
+    }
+    println!();
+    println!(
+        "## Hand-off latency by primitive, waiters over {CLIENTS} clients ({seconds} s per row)\n"
+    );
+    println!("| primitive | waiters | hand-offs | p50 | p99 | max | commands per hand-off |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for primitive in [Primitive::Lock, Primitive::Write] {
+        for &waiters in waiter_counts {
+            let r = measure_primitive(
+                Target::Single(server),
+                primitive,
+                waiters,
+                CLIENTS,
+                Duration::from_secs(seconds),
+            )
+            .await;
+            println!(
+                "| {} | {waiters} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} |",
+                primitive.label(),
+                r.acquisitions,
+                ms(r.quantile(50)),
+                ms(r.quantile(99)),
+                ms(r.quantile(100)),
+                r.commands_per_handoff
+            );
+        }
     }
     println!();
 }
@@ -100,6 +183,18 @@ pub(crate) async fn measure(
     n_clients: usize,
     duration: Duration,
 ) -> Handoffs {
+    measure_primitive(target, Primitive::Lock, waiters, n_clients, duration).await
+}
+
+/// `waiters + 1` tasks over `n_clients` clients hand `primitive` around for
+/// `duration`.
+pub(crate) async fn measure_primitive(
+    target: Target<'_>,
+    primitive: Primitive,
+    waiters: usize,
+    n_clients: usize,
+    duration: Duration,
+) -> Handoffs {
     let mut clients = Vec::new();
     for _ in 0..n_clients {
         clients.push(
@@ -108,7 +203,7 @@ pub(crate) async fn measure(
                 .expect("connect"),
         );
     }
-    let name = format!("bench:handoff:{waiters}:{n_clients}");
+    let name = format!("bench:handoff:{primitive:?}:{waiters}:{n_clients}");
     let board = Arc::new(Mutex::new(Board::default()));
     let (acquired_tx, acquired_rx) = watch::channel(0u64);
     let acquired_tx = Arc::new(acquired_tx);
@@ -116,12 +211,12 @@ pub(crate) async fn measure(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for task in 0..=waiters {
-        let lock = clients[task % n_clients].lock(name.clone());
+        let handle = Handle::new(primitive, &clients[task % n_clients], &name);
         let (board, acquired_tx, mut acquired_rx) =
             (board.clone(), acquired_tx.clone(), acquired_rx.clone());
         tasks.push(tokio::spawn(async move {
             loop {
-                let guard = lock.lock().await.expect("lock");
+                let held = handle.acquire().await;
                 let seq = {
                     let mut board = board.lock().expect("board");
                     // Both clocks are read under the board's mutex, so a
@@ -140,7 +235,7 @@ pub(crate) async fn measure(
                 };
                 // A short critical section.
                 tokio::task::yield_now().await;
-                guard.unlock().await.expect("unlock");
+                held.release().await;
                 {
                     let mut board = board.lock().expect("board");
                     if board.acquisitions == seq {
