@@ -113,6 +113,9 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   is free, the head waiter is woken on its own channel. Returns
 ///   `{0, pttl}` with the lock's `PTTL` (`-2` when free but it is someone
 ///   else's turn). Read by [`Acquired`](super::lock::Acquired).
+// One parameter per ARGV the caller chooses, in the contract's order: a
+// struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn acquire(
     name: &str,
     lease_ms: u64,

@@ -322,7 +322,7 @@ async fn writers_exclude_everyone_under_load() {
             let mut n = 0u32;
             while Instant::now() < stop {
                 n += 1;
-                if (i + n as usize) % 4 == 0 {
+                if (i + n as usize).is_multiple_of(4) {
                     let g = rw
                         .write()
                         .try_lock_for(Duration::from_secs(5))
