@@ -93,6 +93,8 @@
 //! * `lock.rs`: [`Lock`], the exclusive lock (plain or fair) and its single
 //!   acquire attempt.
 //! * `guard.rs`: [`LockGuard`], a held lock.
+//! * `expirable/`: [`ExpirableSemaphore`] and [`PermitGuard`], Redisson's
+//!   `RPermitExpirableSemaphore`: permits with ids and leases.
 //! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
 //! * `declare.rs`: the default client and what `#[distributed_lock]`
 //!   expands to.
@@ -146,6 +148,7 @@ mod client;
 mod connection;
 mod declare;
 mod error;
+mod expirable;
 mod guard;
 mod hold;
 mod kind;
@@ -166,6 +169,7 @@ mod watchdog;
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
 pub use connection::{PubSubMode, url};
 pub use error::{Error, ErrorKind};
+pub use expirable::{ExpirableSemaphore, PermitGuard};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lost::LostReason;

@@ -102,6 +102,24 @@ pub fn read_timeout_prefix(name: &str, field: &str) -> String {
     prefix
 }
 
+/// The channel on which the permits of Redisson's semaphore `name` are
+/// announced, `redisson_sc:{name}`: shared by `RSemaphore` and
+/// `RPermitExpirableSemaphore`. Each message is an integer, the permits
+/// now free or just added.
+pub fn semaphore_channel(name: &str) -> String {
+    prefixed("redisson_sc", name)
+}
+
+/// The acquired permits of Redisson's expirable semaphore `name`,
+/// `{name}:timeout` (or `name:timeout` when the name already contains
+/// `{`, Redisson's `suffixName`): a zset of raw 16-byte permit ids scored
+/// with their expiry in epoch milliseconds.
+pub fn permits_timeout_key(name: &str) -> String {
+    let mut key = read_timeout_base(name);
+    key.push_str(":timeout");
+    key
+}
+
 fn prefixed(prefix: &str, name: &str) -> String {
     // Pushed rather than `format!`ted: this runs on every acquire and
     // release, and the formatting machinery costs several times the copy
@@ -207,6 +225,14 @@ mod tests {
             "{a}:b:u:1:rwlock_timeout"
         );
         assert!(is_redisson_aux(&(read_timeout_prefix("a", "u:1") + ":1")));
+    }
+
+    #[test]
+    fn expirable_semaphore_names_follow_redisson() {
+        assert_eq!(semaphore_channel("jobs"), "redisson_sc:{jobs}");
+        assert_eq!(semaphore_channel("{t}:jobs"), "redisson_sc:{t}:jobs");
+        assert_eq!(permits_timeout_key("jobs"), "{jobs}:timeout");
+        assert_eq!(permits_timeout_key("{t}:jobs"), "{t}:jobs:timeout");
     }
 
     #[test]

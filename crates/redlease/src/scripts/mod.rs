@@ -13,7 +13,9 @@
 //!
 //! One file per primitive: `lock.rs` (acquire, re-entry, release, renewal
 //! and the fencing counter), `fair.rs` (the fair lock's queue), `rwlock.rs`
-//! (the read-write lock), `admin.rs` (the operators' forced unlock). Each script's KEYS/ARGV/return contract
+//! (the read-write lock), `admin.rs` (the operators' forced unlock),
+//! `expirable.rs` (Redisson's `RPermitExpirableSemaphore`, whose layout it
+//! describes). Each script's KEYS/ARGV/return contract
 //! is written on its builder; no other module packs KEYS or ARGV.
 //!
 //! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
@@ -22,6 +24,7 @@
 //! pipelined, because that fallback does not apply inside pipelines.
 
 pub(crate) mod admin;
+pub(crate) mod expirable;
 pub(crate) mod fair;
 pub(crate) mod lock;
 pub(crate) mod rwlock;
@@ -142,7 +145,7 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 15] = [
+    let scripts: [&'static LazyLock<Lua>; 22] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
@@ -158,6 +161,13 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &rwlock::WRITE_RELEASE,
         &rwlock::RENEW_READS,
         &admin::FORCE_UNLOCK,
+        &expirable::ACQUIRE,
+        &expirable::RELEASE,
+        &expirable::RENEW,
+        &expirable::COUNTS,
+        &expirable::TRY_SET,
+        &expirable::SET,
+        &expirable::ADD,
     ];
     scripts
         .into_iter()
@@ -219,14 +229,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 15);
+        assert_eq!(listed.len(), 22);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 15);
+        assert_eq!(hashes.len(), 22);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -245,7 +255,14 @@ pub(crate) mod tests {
                 "read_release",
                 "write_release",
                 "renew_reads",
-                "force_unlock"
+                "force_unlock",
+                "expirable_acquire",
+                "expirable_release",
+                "expirable_renew",
+                "expirable_counts",
+                "expirable_try_set",
+                "expirable_set",
+                "expirable_add"
             ]
         );
     }
@@ -259,6 +276,19 @@ pub(crate) mod tests {
             "del", "exists", "get", "hdel", "hexists", "hget", "hgetall", "hincrby", "hlen",
             "hset", "lindex", "lpop", "lrange", "lrem", "pexpire", "pttl", "publish", "rpush",
             "set", "spublish", "time", "type", "zadd", "zrange", "zrem", "zscore",
+        ] {
+            assert!(
+                commands.iter().any(|c| c == wanted),
+                "{wanted}: {commands:?}"
+            );
+        }
+        // The expirable semaphore's.
+        for wanted in [
+            "decrby",
+            "incrby",
+            "zcount",
+            "zrangebyscore",
+            "zremrangebyscore",
         ] {
             assert!(
                 commands.iter().any(|c| c == wanted),

@@ -30,6 +30,9 @@ mod cluster_faults;
 mod cluster_redisson;
 /// `#[distributed_lock]`: keys, waits, leases, clients, release on every exit.
 mod declared;
+/// The expirable semaphore: Redisson's layout, limits, wake-ups, crashed
+/// holders, renewal, cancellation.
+mod expirable;
 /// The fair lock: FIFO order across clients, no stuck queue.
 mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.

@@ -1,0 +1,355 @@
+//! [`PermitGuard`]: one acquired permit, its renewal, its release, and the
+//! release of an acquire whose outcome is unknown ([`Pending`]).
+//!
+//! The holding engine ([`crate::hold`]) keeps holds on Redisson's lock
+//! hash, renewed by the client's watchdog in batched `HEXISTS`/`PEXPIRE`
+//! scripts; a permit is a zset member whose score must move, so its guard
+//! keeps its own small renewal instead (see [`renew`]).
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::AbortHandle;
+use tokio::time::{Instant, sleep_until};
+
+use super::{expect_released, to_hex};
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::error::Error;
+use crate::lost::{LostReason, LostSignal};
+use crate::scripts::expirable::{self as scripts, Release};
+
+/// How a permit's lease is kept: never both.
+pub(super) enum Lease {
+    /// Renewed every third of `lease` while the guard lives.
+    Renewed {
+        lease: Duration,
+        lease_ms: u64,
+        /// When the acquire was sent: the lease started no earlier.
+        sent_at: Instant,
+    },
+    /// Never renewed; gone at `expires_at` by our clock (the acquire was
+    /// sent before `expires_at` minus the lease, so Redis, whose clock
+    /// scored it, expires it no earlier).
+    Fixed { expires_at: Instant },
+}
+
+/// One acquired permit of an
+/// [`ExpirableSemaphore`](crate::ExpirableSemaphore). Release it with
+/// [`release`](PermitGuard::release).
+///
+/// Dropping a guard without `release` stops its renewal and releases the
+/// permit in the background on the current Tokio runtime: it never blocks
+/// and never panics, but nobody learns whether the release worked. With no
+/// runtime (dropped on a plain thread) it only stops the renewal, and the
+/// permit comes back to the pool when its lease ends.
+#[must_use = "dropping the guard releases the permit at once; hold it for the work and call `release().await`"]
+#[clippy::has_significant_drop]
+pub struct PermitGuard {
+    client: Client,
+    name: Arc<str>,
+    /// The id in Redis: raw bytes, as Redisson's scripts store it.
+    raw: [u8; 16],
+    /// The id as Redisson's API shows it: 32 lowercase hex digits.
+    id: String,
+    /// When a fixed lease ends; `None` when renewed.
+    expires_at: Option<Instant>,
+    /// A renewed permit's renewal task and its deadline.
+    renewal: Option<Renewal>,
+    /// Set by the renewal task.
+    lost: LostSignal,
+    /// False once a release reply arrived: Drop has nothing left to do.
+    armed: bool,
+}
+
+/// A renewed permit's renewal task.
+///
+/// One task per renewing guard, rather than the client's watchdog: the
+/// watchdog's batches are lock-hash renewals, and teaching it zset scores
+/// would make every lock's renewal round pay for a second protocol. A
+/// process holds few permits of a semaphore (it exists to keep them few),
+/// so a timer task and a call per permit every third of the lease cost
+/// little, and the guard controls the task's whole life: aborted when the
+/// guard is released or dropped.
+struct Renewal {
+    task: AbortHandle,
+    /// When the lease could have ended by our clock: the send time of the
+    /// last successful renewal (or of the acquire) plus the lease.
+    deadline: Arc<Mutex<Instant>>,
+}
+
+impl PermitGuard {
+    pub(super) fn new(client: Client, name: Arc<str>, raw: [u8; 16], lease: Lease) -> PermitGuard {
+        let lost = LostSignal::new();
+        let (expires_at, renewal) = match lease {
+            Lease::Fixed { expires_at } => (Some(expires_at), None),
+            Lease::Renewed {
+                lease,
+                lease_ms,
+                sent_at,
+            } => {
+                let deadline = Arc::new(Mutex::new(sent_at + lease));
+                let task = tokio::spawn(renew(
+                    client.conn().clone(),
+                    name.clone(),
+                    raw,
+                    Period { lease, lease_ms },
+                    deadline.clone(),
+                    lost.clone(),
+                ));
+                let renewal = Renewal {
+                    task: task.abort_handle(),
+                    deadline,
+                };
+                (None, Some(renewal))
+            }
+        };
+        PermitGuard {
+            client,
+            name,
+            raw,
+            id: to_hex(&raw),
+            expires_at,
+            renewal,
+            lost,
+            armed: true,
+        }
+    }
+
+    /// The permit's id, 32 lowercase hex digits, as Redisson's `acquire`
+    /// returns it: a Java service given this id can release the permit with
+    /// `release(id)`, and [`ExpirableSemaphore::release_by_id`](crate::ExpirableSemaphore::release_by_id)
+    /// takes it too.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Releases the permit, checking that it is still this guard's, and
+    /// announces it to waiters. Its renewal stops before the release is
+    /// sent.
+    ///
+    /// # Errors
+    ///
+    /// An error for which [`is_not_owner`](Error::is_not_owner) is true
+    /// when the permit was no longer acquired (its lease ended and it was
+    /// reclaimed, or it was released by id) or had expired (it is returned
+    /// to the pool all the same, as Redisson does); connection and server
+    /// errors as they come. After a time-out or a lost connection the
+    /// release may not have run, so the guard's Drop sends it once more in
+    /// the background; failing that, the permit comes back when its lease
+    /// ends.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the guard, so the release is still sent, in
+    /// the background, as for any dropped guard.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.stop_renewal();
+        let conn = self.client.conn();
+        let call = scripts::release(&self.name, &self.raw, conn.publish());
+        let reply = conn.run::<Release>(&call).await;
+        let result = match reply {
+            Ok(released) => expect_released(&self.name, &self.id, released),
+            Err(e) => Err(Error::from(e).with_key(&self.name)),
+        };
+        tracing::debug!(key = %self.name, ok = result.is_ok(), "permit release");
+        // Only a lost reply leaves the release undone for sure.
+        if !matches!(&result, Err(e) if e.is_transient()) {
+            self.armed = false;
+        }
+        result
+    }
+
+    /// Resolves when the permit is known or must be assumed no longer
+    /// this guard's, with the reason:
+    ///
+    /// * renewed: a renewal found the permit gone ([`LostReason::OwnerChanged`]:
+    ///   it expired and was reclaimed, was released by id, or the key was
+    ///   overwritten), or renewals failed until the lease could have ended
+    ///   by the local clock ([`LostReason::RenewalFailed`]);
+    /// * fixed lease: the lease ran out ([`LostReason::Expired`]).
+    ///
+    /// Pending for as long as the permit is held.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the loss is recorded in the guard, so a later call (or
+    /// [`is_lost`](PermitGuard::is_lost)) still sees it.
+    pub async fn lost(&self) -> LostReason {
+        match self.expires_at {
+            None => self.lost.wait().await,
+            Some(expires_at) => tokio::select! {
+                reason = self.lost.wait() => reason,
+                _ = sleep_until(expires_at) => LostReason::Expired,
+            },
+        }
+    }
+
+    /// Returns true if [`lost`](PermitGuard::lost) would resolve now, or is
+    /// about to: a renewed permit whose deadline has passed counts as lost at
+    /// once, even before its renewal task has run to report it.
+    pub fn is_lost(&self) -> bool {
+        let now = Instant::now();
+        let expired = self.expires_at.is_some_and(|at| now >= at);
+        let overdue = self
+            .renewal
+            .as_ref()
+            .is_some_and(|r| now >= *lock(&r.deadline));
+        expired || overdue || self.lost.get().is_some()
+    }
+
+    fn stop_renewal(&mut self) {
+        if let Some(renewal) = &self.renewal {
+            renewal.task.abort();
+        }
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        self.stop_renewal();
+        if self.armed {
+            release_in_background(self.client.conn(), &self.name, self.raw);
+        }
+    }
+}
+
+impl fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PermitGuard")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field(
+                "mode",
+                &if self.renewal.is_some() {
+                    "renewed"
+                } else {
+                    "fixed lease"
+                },
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// An acquire request whose outcome is unknown: dropped armed, it releases
+/// its permit id in the background on the connection the acquire went out
+/// on, so that Redis runs the release after the acquire. The release
+/// changes nothing if the acquire did not run or found no permit.
+pub(super) struct Pending {
+    /// `None` once disarmed.
+    conn: Option<Connection>,
+    name: Arc<str>,
+    raw: [u8; 16],
+}
+
+impl Pending {
+    pub(super) fn armed(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) -> Pending {
+        Pending {
+            conn: Some(conn.clone()),
+            name: name.clone(),
+            raw,
+        }
+    }
+
+    pub(super) fn disarm(&mut self) {
+        self.conn = None;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            release_in_background(&conn, &self.name, self.raw);
+        }
+    }
+}
+
+/// Sends the release of permit `raw` on the current runtime without waiting
+/// for it; does nothing without a runtime (the permit then comes back when
+/// its lease ends).
+fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::debug!(key = %name, "no runtime to release in; the permit returns when its lease ends");
+        return;
+    };
+    let (conn, name) = (conn.clone(), name.clone());
+    // A runtime that is shutting down drops the task unpolled; the lease
+    // then brings the permit back.
+    drop(handle.spawn(async move {
+        let call = scripts::release(&name, &raw, conn.publish());
+        match conn.run::<Release>(&call).await {
+            Ok(reply) => tracing::debug!(key = %name, ?reply, "permit released in the background"),
+            Err(e) => tracing::warn!(key = %name, error = %e, "background permit release failed; it returns when its lease ends"),
+        }
+    }));
+}
+
+/// A renewed permit's lease.
+#[derive(Clone, Copy)]
+struct Period {
+    lease: Duration,
+    lease_ms: u64,
+}
+
+/// Renews permit `raw` every third of its lease until the task is aborted
+/// or the permit is lost. A renewal that fails is retried every tenth of
+/// the lease (at most every second) while the deadline lies ahead; at the
+/// deadline, reached even while a renewal is in flight, the guard is told
+/// [`LostReason::RenewalFailed`].
+async fn renew(
+    conn: Connection,
+    name: Arc<str>,
+    raw: [u8; 16],
+    period: Period,
+    deadline: Arc<Mutex<Instant>>,
+    lost: LostSignal,
+) {
+    let every = period.lease / 3;
+    let retry = (period.lease / 10).min(Duration::from_secs(1));
+    let mut next = *lock(&deadline) - period.lease + every;
+    loop {
+        sleep_until(next).await;
+        let until = *lock(&deadline);
+        let sent = Instant::now();
+        let call = scripts::renew(&name, &raw, period.lease_ms, conn.publish());
+        let reply = tokio::select! {
+            reply = conn.run::<i64>(&call) => reply,
+            _ = sleep_until(until) => {
+                lost.set(LostReason::RenewalFailed);
+                return;
+            }
+        };
+        match reply {
+            Ok(1) => {
+                *lock(&deadline) = sent + period.lease;
+                next = sent + every;
+            }
+            Ok(_) => {
+                tracing::debug!(key = %name, "permit gone at renewal");
+                lost.set(LostReason::OwnerChanged);
+                return;
+            }
+            // The key was overwritten with something that is no semaphore:
+            // the permit is gone with it.
+            Err(e) if e.code() == Some("WRONGTYPE") => {
+                lost.set(LostReason::OwnerChanged);
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(key = %name, error = %e, "permit renewal failed; retrying");
+                next = (Instant::now() + retry).min(until);
+            }
+        }
+    }
+}
+
+/// The deadline's lock; a poisoned one still holds a valid instant.
+fn lock(deadline: &Mutex<Instant>) -> std::sync::MutexGuard<'_, Instant> {
+    deadline.lock().unwrap_or_else(|e| e.into_inner())
+}
