@@ -488,19 +488,27 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unused_wakeup_is_passed_on() {
         let subs = subscriptions();
-        let (first, second) = (subs.join("ch".into(), Wakes::One), subs.join("ch".into(), Wakes::One));
+        let (first, second) = (
+            subs.join("ch".into(), Wakes::One),
+            subs.join("ch".into(), Wakes::One),
+        );
         first.state.notify.notify_one();
         let baton = first
             .wait(0, Some(Duration::from_secs(1)))
             .await
             .expect("woken");
         let next =
-            tokio::spawn(async move { second.wait(0, Some(Duration::from_secs(1))).await.is_some() });
+            tokio::spawn(
+                async move { second.wait(0, Some(Duration::from_secs(1))).await.is_some() },
+            );
         tokio::task::yield_now().await;
         drop(baton);
         assert!(next.await.unwrap(), "the unused wake-up was not passed on");
 
-        let (first, second) = (subs.join("ch2".into(), Wakes::One), subs.join("ch2".into(), Wakes::One));
+        let (first, second) = (
+            subs.join("ch2".into(), Wakes::One),
+            subs.join("ch2".into(), Wakes::One),
+        );
         first.state.notify.notify_one();
         first
             .wait(0, Some(Duration::from_secs(1)))
@@ -517,7 +525,12 @@ mod tests {
         let subs = subscriptions();
         let waiter = subs.join("ch".into(), Wakes::One);
         waiter.state.notify.notify_one();
-        assert!(waiter.wait(0, Some(Duration::from_millis(1))).await.is_some());
+        assert!(
+            waiter
+                .wait(0, Some(Duration::from_millis(1)))
+                .await
+                .is_some()
+        );
     }
 
     #[test]
@@ -555,7 +568,10 @@ mod tests {
         let woken = first.wait(seen, Some(Duration::from_secs(3600))).await;
         assert!(woken.is_some(), "slept through a message");
         assert!(
-            first.wait(first.seen(), Some(Duration::from_millis(1))).await.is_none(),
+            first
+                .wait(first.seen(), Some(Duration::from_millis(1)))
+                .await
+                .is_none(),
             "no new message, no wake-up"
         );
     }

@@ -235,11 +235,7 @@ impl Waiting<'_> {
         let span =
             tracing::debug_span!("wait", key = %contender.name(), woken = tracing::field::Empty);
         if joined.ready {
-            self.baton = joined
-                .sub
-                .wait(seen, sleep)
-                .instrument(span.clone())
-                .await;
+            self.baton = joined.sub.wait(seen, sleep).instrument(span.clone()).await;
             span.record("woken", self.baton.is_some());
         } else {
             backoff::pause(self.backoff, holder_ttl, sleep)
