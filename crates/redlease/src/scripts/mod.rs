@@ -13,7 +13,8 @@
 //!
 //! One file per primitive: `lock.rs` (acquire, re-entry, release, renewal
 //! and the fencing counter), `fair.rs` (the fair lock's queue), `admin.rs`
-//! (the operators' forced unlock). Each script's KEYS/ARGV/return contract
+//! (the operators' forced unlock), `semaphore.rs` (Redisson's `RSemaphore`)
+//! and `latch.rs` (Redisson's `RCountDownLatch`). Each script's KEYS/ARGV/return contract
 //! is written on its builder; no other module packs KEYS or ARGV.
 //!
 //! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
@@ -23,7 +24,9 @@
 
 pub(crate) mod admin;
 pub(crate) mod fair;
+pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod semaphore;
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -141,7 +144,7 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 9] = [
+    let scripts: [&'static LazyLock<Lua>; 16] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
@@ -151,6 +154,13 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &fair::RELEASE,
         &fair::ABANDON,
         &admin::FORCE_UNLOCK,
+        &semaphore::ACQUIRE,
+        &semaphore::RELEASE,
+        &semaphore::SET_PERMITS,
+        &semaphore::TRY_SET_PERMITS,
+        &latch::COUNT_DOWN,
+        &latch::TRY_SET_COUNT,
+        &latch::DELETE,
     ];
     scripts
         .into_iter()
@@ -212,14 +222,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 9);
+        assert_eq!(listed.len(), 16);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 9);
+        assert_eq!(hashes.len(), 16);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -232,7 +242,14 @@ pub(crate) mod tests {
                 "fair_acquire",
                 "fair_release",
                 "fair_abandon",
-                "force_unlock"
+                "force_unlock",
+                "semaphore_acquire",
+                "semaphore_release",
+                "semaphore_set_permits",
+                "semaphore_try_set_permits",
+                "latch_count_down",
+                "latch_try_set_count",
+                "latch_delete",
             ]
         );
     }
@@ -246,9 +263,9 @@ pub(crate) mod tests {
         );
         let commands = commands(true);
         for wanted in [
-            "del", "exists", "get", "hexists", "hgetall", "hincrby", "lindex", "lpop", "lrange",
-            "lrem", "pexpire", "pttl", "publish", "rpush", "set", "spublish", "time", "type",
-            "zadd", "zrange", "zrem", "zscore",
+            "decr", "decrby", "del", "exists", "get", "hexists", "hgetall", "hincrby", "incrby",
+            "lindex", "lpop", "lrange", "lrem", "pexpire", "pttl", "publish", "rpush", "set",
+            "spublish", "time", "type", "zadd", "zrange", "zrem", "zscore",
         ] {
             assert!(
                 commands.iter().any(|c| c == wanted),
