@@ -83,6 +83,8 @@
 //! key's `PEXPIRE`, and a release publishes `0` on
 //! `redisson_lock__channel:{name}`. Java services on Redisson and Rust
 //! services on redlease therefore exclude each other on the same key.
+//! [`Semaphore`] follows Redisson's `RSemaphore` the same way: a string key
+//! holding the count, and Redisson's channel and messages.
 //!
 //! # Layout
 //!
@@ -94,6 +96,8 @@
 //!   acquire attempt.
 //! * `guard.rs`: [`LockGuard`], a held lock.
 //! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
+//! * `semaphore.rs`: [`Semaphore`], Redisson's `RSemaphore`, and its single
+//!   acquire attempt, which gives back what a cancelled caller took.
 //! * `declare.rs`: the default client and what `#[distributed_lock]`
 //!   expands to.
 //! * `lost.rs`: [`LostReason`], and the loss signal of a hold.
@@ -122,6 +126,9 @@
 //! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
 //! * `backoff.rs`: jittered steps for waiters that cannot wait on a
 //!   message.
+//! * `count.rs`: what the semaphore shares with other count-based
+//!   primitives: counts in string keys, their bounds, and scripts run to
+//!   completion.
 //!
 //! Beneath them:
 //!
@@ -143,6 +150,7 @@ mod backoff;
 mod cancel;
 mod client;
 mod connection;
+mod count;
 mod declare;
 mod error;
 mod guard;
@@ -158,11 +166,13 @@ mod release;
 mod replicas;
 mod scope;
 pub mod scripts;
+mod semaphore;
 mod wait;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
 pub use connection::{PubSubMode, url};
+pub use count::MAX_COUNT;
 pub use error::{Error, ErrorKind};
 pub use guard::LockGuard;
 pub use lock::Lock;
@@ -170,6 +180,7 @@ pub use lost::LostReason;
 pub use name::MAX_NAME_LEN;
 pub use scope::scope;
 pub use scripts::lua_scripts;
+pub use semaphore::Semaphore;
 
 pub use declare::{default_client, install_default};
 /// Declares that an `async fn` runs under a distributed lock:
@@ -198,7 +209,7 @@ mod bounds {
         unused_variables,
         clippy::diverging_sub_expression
     )]
-    fn bounds(client: Client, lock: Lock, guard: LockGuard) {
+    fn bounds(client: Client, lock: Lock, guard: LockGuard, semaphore: Semaphore) {
         is_send_sync_static(&client);
         is_send_sync_static(&lock);
         is_send_sync_static(&guard);
@@ -210,5 +221,11 @@ mod bounds {
         is_send(&guard.lost());
         is_send(&guard.unlock());
         is_send(&admin::lock_state(&client, "x"));
+        is_send_sync_static(&semaphore);
+        is_send(&semaphore.try_acquire(1));
+        is_send(&semaphore.try_acquire_for(1, std::time::Duration::ZERO));
+        is_send(&semaphore.acquire(1));
+        is_send(&semaphore.release(1));
+        is_send(&semaphore.available_permits());
     }
 }

@@ -48,6 +48,9 @@ mod redisson;
 mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.
 mod replica;
+/// Redisson's semaphore: layout, the limit under load, wake-ups, cancel
+/// safety.
+mod semaphore;
 /// Locks through Redis Sentinel: failover under load, a key lost in it, a
 /// sentinel down or wrong.
 mod sentinel;
