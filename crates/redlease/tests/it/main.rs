@@ -36,6 +36,8 @@ mod fair;
 mod faults;
 /// Fencing tokens: increasing across clients, Redisson, expiry, restarts.
 mod fence;
+/// Redisson's count-down latch: layout, messages, waiters in every client.
+mod latch;
 /// Fixed leases, the watchdog, and `lost()`.
 mod lease;
 /// Metrics through the `metrics` facade, read from a recorder.
