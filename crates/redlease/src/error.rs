@@ -22,6 +22,11 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The lock key holds a Redis value that is not a lock (`WRONGTYPE`).
     WrongType,
+    /// A semaphore's or a count-down latch's key holds a string that is
+    /// not a count it can use: not an integer, or a negative number where
+    /// a count is reported (a semaphore whose permits were taken below
+    /// zero by a negative `add_permits`).
+    InvalidCount,
     /// The server refused our credentials, demands them, or denies this
     /// user the lock commands (`WRONGPASS`, `NOAUTH`, ACL `NOPERM`).
     Auth,
@@ -122,6 +127,11 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// The string in `key` is not a count: `message` says what it holds.
+    pub(crate) fn invalid_count(key: &str, message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidCount, message).with_key(key)
+    }
+
     pub(crate) fn with_key(mut self, key: &str) -> Error {
         if self.inner.kind == ErrorKind::Auth && self.inner.key.is_none() {
             // The server's denial does not say which key or channel it
@@ -164,6 +174,13 @@ impl Error {
     /// lock hash.
     pub fn is_wrong_type(&self) -> bool {
         self.inner.kind == ErrorKind::WrongType
+    }
+
+    /// Returns true if and only if a semaphore's or a count-down latch's
+    /// key holds a string that is not a usable count (not an integer, or
+    /// negative where a count is reported); nothing was written.
+    pub fn is_invalid_count(&self) -> bool {
+        self.inner.kind == ErrorKind::InvalidCount
     }
 
     /// Returns true if and only if Redis rejected or demanded credentials,

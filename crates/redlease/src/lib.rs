@@ -83,6 +83,9 @@
 //! key's `PEXPIRE`, and a release publishes `0` on
 //! `redisson_lock__channel:{name}`. Java services on Redisson and Rust
 //! services on redlease therefore exclude each other on the same key.
+//! [`Semaphore`] and [`CountDownLatch`] follow Redisson's `RSemaphore` and
+//! `RCountDownLatch` the same way: a string key holding the count, and
+//! Redisson's channel and messages.
 //!
 //! # Layout
 //!
@@ -96,6 +99,9 @@
 //! * `expirable/`: [`ExpirableSemaphore`] and [`PermitGuard`], Redisson's
 //!   `RPermitExpirableSemaphore`: permits with ids and leases.
 //! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
+//! * `semaphore.rs`: [`Semaphore`], Redisson's `RSemaphore`, and its single
+//!   acquire attempt, which gives back what a cancelled caller took.
+//! * `latch.rs`: [`CountDownLatch`], Redisson's `RCountDownLatch`.
 //! * `declare.rs`: the default client and what `#[distributed_lock]`
 //!   expands to.
 //! * `lost.rs`: [`LostReason`], and the loss signal of a hold.
@@ -125,6 +131,8 @@
 //! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
 //! * `backoff.rs`: jittered steps for waiters that cannot wait on a
 //!   message.
+//! * `count.rs`: what the semaphore and the latch share: counts in string
+//!   keys, their bounds, and scripts run to completion.
 //!
 //! Beneath them:
 //!
@@ -146,12 +154,14 @@ mod backoff;
 mod cancel;
 mod client;
 mod connection;
+mod count;
 mod declare;
 mod error;
 mod expirable;
 mod guard;
 mod hold;
 mod kind;
+mod latch;
 pub mod layout;
 mod lock;
 mod lost;
@@ -163,20 +173,24 @@ mod replicas;
 mod rwlock;
 mod scope;
 pub mod scripts;
+mod semaphore;
 mod wait;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
 pub use connection::{PubSubMode, url};
+pub use count::MAX_COUNT;
 pub use error::{Error, ErrorKind};
 pub use expirable::{ExpirableSemaphore, PermitGuard};
 pub use guard::LockGuard;
+pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use lost::LostReason;
 pub use name::MAX_NAME_LEN;
 pub use rwlock::ReadWriteLock;
 pub use scope::scope;
 pub use scripts::lua_scripts;
+pub use semaphore::Semaphore;
 
 pub use declare::{default_client, install_default};
 /// Declares that an `async fn` runs under a distributed lock:
@@ -205,7 +219,13 @@ mod bounds {
         unused_variables,
         clippy::diverging_sub_expression
     )]
-    fn bounds(client: Client, lock: Lock, guard: LockGuard) {
+    fn bounds(
+        client: Client,
+        lock: Lock,
+        guard: LockGuard,
+        semaphore: Semaphore,
+        latch: CountDownLatch,
+    ) {
         is_send_sync_static(&client);
         is_send_sync_static(&lock);
         is_send_sync_static(&guard);
@@ -218,5 +238,15 @@ mod bounds {
         is_send(&guard.lost());
         is_send(&guard.unlock());
         is_send(&admin::lock_state(&client, "x"));
+        is_send_sync_static(&semaphore);
+        is_send_sync_static(&latch);
+        is_send(&semaphore.try_acquire(1));
+        is_send(&semaphore.try_acquire_for(1, std::time::Duration::ZERO));
+        is_send(&semaphore.acquire(1));
+        is_send(&semaphore.release(1));
+        is_send(&semaphore.available_permits());
+        is_send(&latch.wait_for(std::time::Duration::ZERO));
+        is_send(&latch.wait());
+        is_send(&latch.count_down());
     }
 }

@@ -152,9 +152,10 @@ pub(crate) enum Wakes {
     Reader,
     /// `n` wakes up to `n` waiters: the permits a semaphore announces.
     Count,
-    /// `0` wakes every waiter, anything else none: a count-down latch that
-    /// opened (`0`) or was armed again (`1`).
-    AllOnZero,
+    /// Every message wakes every waiter: a count-down latch, whose `0`
+    /// opens it; its `1` (armed again, or deleted, which reads as open) is
+    /// rare, and a re-check of the count is cheap.
+    All,
 }
 
 impl Wakes {
@@ -168,8 +169,7 @@ impl Wakes {
             (Wakes::Count, Some(n)) => usize::try_from(n).unwrap_or(0),
             // Not a number: someone else's message; a check is cheap.
             (Wakes::Count, None) => 1,
-            (Wakes::AllOnZero, Some(0)) => usize::MAX,
-            (Wakes::AllOnZero, _) => 0,
+            (Wakes::All, _) => usize::MAX,
         }
     }
 }
@@ -599,8 +599,8 @@ mod tests {
         assert_eq!(Wakes::Count.how_many(Some(3)), 3);
         assert_eq!(Wakes::Count.how_many(Some(-2)), 0);
         assert_eq!(Wakes::Count.how_many(None), 1);
-        assert_eq!(Wakes::AllOnZero.how_many(Some(0)), usize::MAX);
-        assert_eq!(Wakes::AllOnZero.how_many(Some(1)), 0);
+        assert_eq!(Wakes::All.how_many(Some(0)), usize::MAX);
+        assert_eq!(Wakes::All.how_many(Some(1)), usize::MAX);
     }
 
     /// A message that arrived while the waiter was attempting (after it
@@ -610,8 +610,8 @@ mod tests {
     async fn a_message_during_an_attempt_is_not_slept_through() {
         let subs = subscriptions();
         let (first, second) = (
-            subs.join("ch".into(), Wakes::AllOnZero),
-            subs.join("ch".into(), Wakes::AllOnZero),
+            subs.join("ch".into(), Wakes::All),
+            subs.join("ch".into(), Wakes::All),
         );
         let seen = first.seen();
         // The message, as dispatch counts it, with its stored permit taken

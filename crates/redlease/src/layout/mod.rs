@@ -28,6 +28,11 @@ pub const QUEUE_PREFIX: &str = "redisson_lock_queue";
 pub const TIMEOUT_PREFIX: &str = "redisson_lock_timeout";
 /// The prefix of a Redisson read-write lock's channel ([`rwlock_channel`]).
 pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
+/// The prefix of a Redisson semaphore's channel ([`semaphore_channel`]).
+pub const SEMAPHORE_CHANNEL_PREFIX: &str = "redisson_sc";
+/// The prefix of a Redisson count-down latch's channel ([`latch_channel`]):
+/// followed by the name in braces, with no `:` in between.
+pub const LATCH_CHANNEL_PREFIX: &str = "redisson_countdownlatch__channel__";
 /// The prefix of Redisson's unlock latches, short-lived keys its release
 /// writes so that a retried unlock returns its first answer.
 pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
@@ -102,12 +107,29 @@ pub fn read_timeout_prefix(name: &str, field: &str) -> String {
     prefix
 }
 
-/// The channel on which the permits of Redisson's semaphore `name` are
-/// announced, `redisson_sc:{name}`: shared by `RSemaphore` and
-/// `RPermitExpirableSemaphore`. Each message is an integer, the permits
-/// now free or just added.
+/// The channel of Redisson's semaphore `name`, `redisson_sc:{name}` (the
+/// brace rule of [`channel`]); each message is the number of permits
+/// available after a release or a change of the count.
 pub fn semaphore_channel(name: &str) -> String {
-    prefixed("redisson_sc", name)
+    prefixed(SEMAPHORE_CHANNEL_PREFIX, name)
+}
+
+/// The channel of Redisson's count-down latch `name`,
+/// `redisson_countdownlatch__channel__{name}`: `0` when the latch opens,
+/// `1` when it is armed again or deleted.
+///
+/// Unlike every other name here, the braces are **always** added, even
+/// when the name has some (`RedissonCountDownLatch.getChannelName`), so the
+/// channel of a name with its own hash tag (`a{b}c`) lies in another
+/// cluster slot than the latch's key; the latch refuses such names on a
+/// cluster (see [`CountDownLatch`](crate::CountDownLatch)).
+pub fn latch_channel(name: &str) -> String {
+    let mut channel = String::with_capacity(LATCH_CHANNEL_PREFIX.len() + name.len() + 2);
+    channel.push_str(LATCH_CHANNEL_PREFIX);
+    channel.push('{');
+    channel.push_str(name);
+    channel.push('}');
+    channel
 }
 
 /// The acquired permits of Redisson's expirable semaphore `name`,
@@ -233,6 +255,24 @@ mod tests {
         assert_eq!(semaphore_channel("{t}:jobs"), "redisson_sc:{t}:jobs");
         assert_eq!(permits_timeout_key("jobs"), "{jobs}:timeout");
         assert_eq!(permits_timeout_key("{t}:jobs"), "{t}:jobs:timeout");
+    }
+
+    #[test]
+    fn semaphore_channel_follows_the_brace_rule() {
+        assert_eq!(semaphore_channel("jobs"), "redisson_sc:{jobs}");
+        assert_eq!(semaphore_channel("{a}:jobs"), "redisson_sc:{a}:jobs");
+    }
+
+    #[test]
+    fn latch_channel_always_adds_braces() {
+        assert_eq!(
+            latch_channel("shards"),
+            "redisson_countdownlatch__channel__{shards}"
+        );
+        assert_eq!(
+            latch_channel("a{b}c"),
+            "redisson_countdownlatch__channel__{a{b}c}"
+        );
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //! One file per primitive: `lock.rs` (acquire, re-entry, release, renewal
 //! and the fencing counter), `fair.rs` (the fair lock's queue), `rwlock.rs`
 //! (the read-write lock), `admin.rs` (the operators' forced unlock),
-//! `expirable.rs` (Redisson's `RPermitExpirableSemaphore`, whose layout it
-//! describes). Each script's KEYS/ARGV/return contract
+//! `semaphore.rs` (Redisson's `RSemaphore`), `latch.rs` (Redisson's
+//! `RCountDownLatch`) and `expirable.rs` (Redisson's
+//! `RPermitExpirableSemaphore`, whose layout it describes). Each script's KEYS/ARGV/return contract
 //! is written on its builder; no other module packs KEYS or ARGV.
 //!
 //! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
@@ -26,8 +27,10 @@
 pub(crate) mod admin;
 pub(crate) mod expirable;
 pub(crate) mod fair;
+pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod rwlock;
+pub(crate) mod semaphore;
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -145,7 +148,7 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 22] = [
+    let scripts: [&'static LazyLock<Lua>; 29] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
@@ -168,6 +171,13 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &expirable::TRY_SET,
         &expirable::SET,
         &expirable::ADD,
+        &semaphore::ACQUIRE,
+        &semaphore::RELEASE,
+        &semaphore::SET_PERMITS,
+        &semaphore::TRY_SET_PERMITS,
+        &latch::COUNT_DOWN,
+        &latch::TRY_SET_COUNT,
+        &latch::DELETE,
     ];
     scripts
         .into_iter()
@@ -229,14 +239,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 22);
+        assert_eq!(listed.len(), 29);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 22);
+        assert_eq!(hashes.len(), 29);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -262,7 +272,14 @@ pub(crate) mod tests {
                 "expirable_counts",
                 "expirable_try_set",
                 "expirable_set",
-                "expirable_add"
+                "expirable_add",
+                "semaphore_acquire",
+                "semaphore_release",
+                "semaphore_set_permits",
+                "semaphore_try_set_permits",
+                "latch_count_down",
+                "latch_try_set_count",
+                "latch_delete"
             ]
         );
     }
@@ -273,9 +290,9 @@ pub(crate) mod tests {
         assert!(!locks.iter().any(|c| c == "type"), "{locks:?}");
         let commands = commands(true);
         for wanted in [
-            "del", "exists", "get", "hdel", "hexists", "hget", "hgetall", "hincrby", "hlen",
-            "hset", "lindex", "lpop", "lrange", "lrem", "pexpire", "pttl", "publish", "rpush",
-            "set", "spublish", "time", "type", "zadd", "zrange", "zrem", "zscore",
+            "decr", "del", "exists", "get", "hdel", "hexists", "hget", "hgetall", "hincrby",
+            "hlen", "hset", "lindex", "lpop", "lrange", "lrem", "pexpire", "pttl", "publish",
+            "rpush", "set", "spublish", "time", "type", "zadd", "zrange", "zrem", "zscore",
         ] {
             assert!(
                 commands.iter().any(|c| c == wanted),

@@ -39,6 +39,8 @@ mod fair;
 mod faults;
 /// Fencing tokens: increasing across clients, Redisson, expiry, restarts.
 mod fence;
+/// Redisson's count-down latch: layout, messages, waiters in every client.
+mod latch;
 /// Fixed leases, the watchdog, and `lost()`.
 mod lease;
 /// Metrics through the `metrics` facade, read from a recorder.
@@ -53,6 +55,9 @@ mod reentry;
 mod replica;
 /// The read-write lock: Redisson's layout, readers together, writers alone.
 mod rwlock;
+/// Redisson's semaphore: layout, the limit under load, wake-ups, cancel
+/// safety.
+mod semaphore;
 /// Locks through Redis Sentinel: failover under load, a key lost in it, a
 /// sentinel down or wrong.
 mod sentinel;

@@ -292,3 +292,56 @@ pub(crate) async fn drop_ledger(table: &str) {
         .await
         .unwrap();
 }
+
+/// Subscribes to `channel` on `server` (on a thread, with the synchronous
+/// client) and collects every payload until one equals `end` (published by
+/// the test when it is done), at most 5 s; subscribed by the time it
+/// returns.
+pub(crate) fn listen_until(
+    server: &RedisServer,
+    channel: String,
+    end: &'static str,
+) -> tokio::task::JoinHandle<Vec<String>> {
+    let mut conn = server.connection();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = tokio::task::spawn_blocking(move || {
+        let mut pubsub = conn.as_pubsub();
+        pubsub.subscribe(&channel).unwrap();
+        pubsub
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        ready_tx.send(()).unwrap();
+        let mut payloads = Vec::new();
+        loop {
+            let payload: String = pubsub.get_message().unwrap().get_payload().unwrap();
+            if payload == end {
+                return payloads;
+            }
+            payloads.push(payload);
+        }
+    });
+    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    handle
+}
+
+/// Publishes `payload` on `channel` with a raw command.
+pub(crate) fn publish(server: &RedisServer, channel: &str, payload: &str) {
+    redis::cmd("PUBLISH")
+        .arg(channel)
+        .arg(payload)
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+/// The median of `samples` (sorted in place).
+pub(crate) fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Waits until the server counts at least `n` subscribers on `channel`
+/// (at most 2 s), failing the test otherwise.
+pub(crate) async fn until_subscribed(server: &RedisServer, channel: &str, n: i64) {
+    let subscribed = eventually(Duration::from_secs(2), || subscribers(server, channel) >= n).await;
+    assert!(subscribed.is_some(), "no {n} subscribers on {channel}");
+}

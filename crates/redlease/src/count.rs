@@ -1,0 +1,144 @@
+//! What the semaphore and the count-down latch share: a count in a string
+//! key, a name whose channel must share the key's cluster slot, and
+//! scripts run to completion whatever happens to the caller.
+
+use redis::FromRedisValue;
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::error::Error;
+use crate::name;
+use crate::scripts::ScriptCall;
+
+/// The largest count accepted: 2^53 - 1. The scripts compare and return
+/// counts as Lua numbers, which are doubles and exact only up to 2^53
+/// (Redisson's scripts do the same arithmetic in Lua).
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// Checks a semaphore's or latch's name before anything is sent: a valid
+/// name whose `channel` lies in the key's hash slot. On a cluster a script
+/// that names both fails with `CROSSSLOT` otherwise; only Redisson's latch
+/// channel can differ, for a name with a hash tag of its own (`a{b}c`), as
+/// it always adds braces.
+pub(crate) fn check_name(
+    client: &Client,
+    what: &str,
+    name: &str,
+    channel: &str,
+) -> Result<(), Error> {
+    name::validate(name).map_err(|e| e.with_key(name))?;
+    let conn = client.conn();
+    if conn.slot(name) != conn.slot(channel) {
+        return Err(Error::invalid(format!(
+            "{what} {name:?} cannot be used on a cluster: its key and Redisson's channel \
+             name for it, {channel:?}, are in different hash slots, so its scripts would fail \
+             with CROSSSLOT; use a name without braces"
+        ))
+        .with_key(name));
+    }
+    Ok(())
+}
+
+/// Checks a number of permits or a count to send: at least `min`, at most
+/// [`MAX_COUNT`].
+pub(crate) fn check_count(what: &str, n: u64, min: u64) -> Result<u64, Error> {
+    if n < min {
+        return Err(Error::invalid(format!(
+            "{what} must be at least {min}, but found {n}"
+        )));
+    }
+    if n > MAX_COUNT {
+        return Err(Error::invalid(format!(
+            "{what} must be at most 2^53 - 1 ({MAX_COUNT}), but found {n}"
+        )));
+    }
+    Ok(n)
+}
+
+/// Reads a count as the scripts do: an optional `-`, then decimal digits
+/// (what `INCRBY` and `DECRBY` accept, save for a value out of their
+/// range). `None` for anything else.
+pub(crate) fn parse(value: &[u8]) -> Option<i64> {
+    let digits = value.strip_prefix(b"-").unwrap_or(value);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// Reads the count in string `key` with a plain `GET`: 0 when missing,
+/// `None` when the key holds a string that is not a count.
+///
+/// # Errors
+///
+/// `WRONGTYPE` for a key of another type, and connection and server
+/// errors, as redis-rs reports them.
+pub(crate) async fn get(conn: &Connection, key: &str) -> Result<Option<i64>, redis::RedisError> {
+    let value: Option<Vec<u8>> = conn.query(redis::cmd("GET").arg(key)).await?;
+    Ok(match value {
+        None => Some(0),
+        Some(value) => parse(&value),
+    })
+}
+
+/// Runs `call` on `conn` in a task of its own and waits for its reply.
+///
+/// Dropping the returned future does not stop the script: once polled,
+/// the call is sent and runs exactly as if its caller had waited (unless
+/// the connection fails), so a cancelled release still releases and a
+/// cancelled count-down still counts down, instead of leaving the caller
+/// to guess.
+pub(crate) async fn run_to_completion<T>(conn: &Connection, call: ScriptCall) -> Result<T, Error>
+where
+    T: FromRedisValue + Send + 'static,
+{
+    let conn = conn.clone();
+    let task = tokio::spawn(async move { conn.run::<T>(&call).await });
+    match task.await {
+        Ok(reply) => reply.map_err(Error::from),
+        Err(_) => Err(runtime_stopped()),
+    }
+}
+
+/// The error of a call whose task never answered: the runtime is shutting
+/// down.
+pub(crate) fn runtime_stopped() -> Error {
+    Error::from(redis::RedisError::from(std::io::Error::other(
+        "the runtime stopped while a script ran",
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_decimal_integers_as_the_scripts_read_them() {
+        assert_eq!(parse(b"0"), Some(0));
+        assert_eq!(parse(b"42"), Some(42));
+        assert_eq!(parse(b"-3"), Some(-3));
+        for bad in [&b""[..], b"-", b"+3", b" 3", b"1.5", b"0x10", b"abc", b"3 "] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+        // Matches the pattern but out of `i64`: Redis would refuse it too.
+        assert_eq!(parse(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn counts_are_checked_against_their_bounds() {
+        assert!(
+            check_count("permits", 0, 1)
+                .unwrap_err()
+                .is_invalid_argument()
+        );
+        assert_eq!(check_count("permits", 0, 0).unwrap(), 0);
+        assert_eq!(check_count("permits", MAX_COUNT, 1).unwrap(), MAX_COUNT);
+        let e = check_count("permits", MAX_COUNT + 1, 1).unwrap_err();
+        assert!(e.is_invalid_argument());
+        assert_eq!(
+            e.to_string(),
+            "permits must be at most 2^53 - 1 (9007199254740991), but found 9007199254740992"
+        );
+        assert!(check_count("permits", u64::MAX, 1).is_err());
+    }
+}

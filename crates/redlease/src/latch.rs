@@ -1,0 +1,342 @@
+//! [`CountDownLatch`]: Redisson's `RCountDownLatch`, "wait until all N are
+//! done" across processes. Waiting is the waiting engine's
+//! ([`crate::wait`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::count;
+use crate::error::Error;
+use crate::layout;
+use crate::pubsub::Wakes;
+use crate::scripts::latch::{self as scripts, Left};
+use crate::scripts::semaphore::SetIfMissing;
+use crate::wait::{self, Attempt, Contender};
+
+/// A handle to one named count-down latch, Redisson's `RCountDownLatch`;
+/// made by [`Client::count_down_latch`].
+///
+/// The latch is armed with a count ([`try_set_count`](CountDownLatch::try_set_count)),
+/// counted down by whoever finishes a part of the work
+/// ([`count_down`](CountDownLatch::count_down)), and opens when the count
+/// reaches zero: every waiter ([`wait_for`](CountDownLatch::wait_for),
+/// [`wait`](CountDownLatch::wait)) in every client then returns. An open
+/// latch can be armed again. The handle is cheap to clone and holds nothing
+/// in Redis by itself.
+///
+/// # Layout
+///
+/// Redisson's, so that Java services on the same name share the latch: the
+/// string key `name` holds the count still to go (a missing key is 0:
+/// open; the key is deleted when the count reaches zero), and
+/// `redisson_countdownlatch__channel__{name}` ([`layout::latch_channel`])
+/// carries `0` when the latch opens and `1` when it is armed or deleted.
+/// `0` wakes every waiter; `1` none.
+///
+/// # On a cluster
+///
+/// Redisson's channel name always adds braces around the name, so for a
+/// name with a hash tag of its own (`job:{42}:parts`) the channel lies in
+/// another slot than the key, and Redisson's scripts fail there with
+/// `CROSSSLOT`. Such a name is refused with an error for which
+/// [`is_invalid_argument`](Error::is_invalid_argument) is true on a cluster
+/// connection; names without braces work everywhere.
+///
+/// # Limits
+///
+/// Counts are at most 2^53 - 1 ([`MAX_COUNT`](crate::MAX_COUNT)). A latch never waits for
+/// replicas, even when the client
+/// [requires them](crate::ClientBuilder::require_replicas). A deleted latch
+/// reads as open: its deletion publishes `1`, as Redisson's does, which
+/// wakes every waiter of a redlease client to check the count again, so
+/// they return (Redisson's waiters do not wake on `1`: open a latch that
+/// Java services wait on with [`count_down`](CountDownLatch::count_down)).
+#[derive(Clone, Debug)]
+pub struct CountDownLatch {
+    client: Client,
+    name: Arc<str>,
+}
+
+/// The latch handles a client makes.
+impl Client {
+    /// Returns a handle to the count-down latch called `name`. Nothing is
+    /// sent to Redis until the handle is used, and the name is checked then.
+    #[must_use = "a latch handle does nothing until it is used"]
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch {
+            client: self.clone(),
+            name: name.into().into(),
+        }
+    }
+}
+
+impl CountDownLatch {
+    /// The latch's name, which is also its Redis key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Arms the latch with `count` if it is open (its key is missing), and
+    /// publishes `1`. Returns true if and only if it was armed; false when
+    /// it is armed already (the count is left as it is). Redisson's
+    /// `trySetCount`.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name
+    /// (see "On a cluster" above), a `count` of 0 (a latch at zero is open:
+    /// there is nothing to arm) or above [`MAX_COUNT`](crate::MAX_COUNT);
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
+    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
+    /// string that is not an integer; connection and server errors as they
+    /// come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the script runs to completion even if the future is
+    /// dropped: the latch is then armed (or not) as if the caller had
+    /// waited, and the answer is lost.
+    pub async fn try_set_count(&self, count: u64) -> Result<bool, Error> {
+        let count = count::check_count("count", count, 1)?;
+        let conn = self.conn()?;
+        let call = scripts::try_set_count(&self.name, count, conn.publish());
+        let span = tracing::debug_span!("latch", op = "try_set_count", key = %self.name, count);
+        let set = self
+            .run::<SetIfMissing>(conn, call)
+            .instrument(span)
+            .await?;
+        match set {
+            SetIfMissing::Set => Ok(true),
+            SetIfMissing::Present => Ok(false),
+            SetIfMissing::NotACount => Err(self.not_a_count()),
+        }
+    }
+
+    /// Counts the latch down by one; at zero the key is deleted and `0` is
+    /// published, which wakes every waiter. Counting down an open latch
+    /// does nothing (and publishes nothing), as in Redisson.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_set_count`](CountDownLatch::try_set_count), save for the
+    /// count's bounds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the count-down runs to completion even if the future
+    /// is dropped, so it counts exactly once; a future dropped before its
+    /// first poll sends nothing.
+    pub async fn count_down(&self) -> Result<(), Error> {
+        let conn = self.conn()?;
+        let call = scripts::count_down(&self.name, conn.publish());
+        let span = tracing::debug_span!("latch", op = "count_down", key = %self.name);
+        match self.run::<Left>(conn, call).instrument(span).await? {
+            Left(Some(left)) => {
+                tracing::debug!(key = %self.name, left, "latch counted down");
+                Ok(())
+            }
+            Left(None) => Err(self.not_a_count()),
+        }
+    }
+
+    /// The count still to go: 0 when the latch is open.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_count`](Error::is_invalid_count) when the key holds a
+    /// string that is not an integer, or a negative one (which no count-down
+    /// leaves behind: it deletes the key at zero);
+    /// [`is_wrong_type`](Error::is_wrong_type) for a key of another type;
+    /// connection and server errors as they come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a read only.
+    pub async fn count(&self) -> Result<u64, Error> {
+        let conn = self.conn()?;
+        let count = self.read(conn).await?;
+        u64::try_from(count).map_err(|_| {
+            Error::invalid_count(
+                &self.name,
+                format!(
+                    "expected the count of latch {:?} to be at least 0, but found {count}",
+                    self.name
+                ),
+            )
+        })
+    }
+
+    /// Waits until the latch is open, at most `timeout`. Returns true if
+    /// and only if it is open (it was at once, or it opened in time); false
+    /// if it was still armed when `timeout` ran out.
+    ///
+    /// After a first check the waiter subscribes to the latch's channel
+    /// (shared with the client's other waiters on it), checks again once the
+    /// subscription is confirmed, then sleeps until `0` is published,
+    /// checking again at each, and once more at the end of `timeout`. So an
+    /// opening between its first check and its subscription, or while it is
+    /// checking, is not slept through; every waiter of every client wakes at
+    /// the opening, whoever counted down, Redisson included. A negative
+    /// count (set by someone else) counts as open, as in Redisson.
+    ///
+    /// # Errors
+    ///
+    /// [`is_wrong_type`](Error::is_wrong_type),
+    /// [`is_invalid_count`](Error::is_invalid_count) (a string that is not
+    /// an integer) and a bad name end the wait; lost connections and
+    /// time-outs are retried until the timeout, and then reported as they
+    /// are.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: waiting writes nothing. Dropping the future leaves the
+    /// channel, unsubscribing if it was the client's last waiter on it.
+    pub async fn wait_for(&self, timeout: Duration) -> Result<bool, Error> {
+        match self.wait_until(Some(timeout)).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_busy() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until the latch is open, with no time limit, as
+    /// [`wait_for`](CountDownLatch::wait_for).
+    ///
+    /// # Errors
+    ///
+    /// As [`wait_for`](CountDownLatch::wait_for); lost connections and
+    /// time-outs are retried (with backoff up to 256 ms) for as long as it
+    /// waits, so bound it with `tokio::time::timeout` if Redis may stay
+    /// down.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`wait_for`](CountDownLatch::wait_for).
+    pub async fn wait(&self) -> Result<(), Error> {
+        self.wait_until(None).await
+    }
+
+    /// Deletes the latch and publishes `1`, as Redisson's `delete`. Returns
+    /// true if and only if it existed (it was armed). A deleted latch reads
+    /// as open, and redlease waiters wake to see it (see "Limits" above).
+    ///
+    /// # Errors
+    ///
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
+    /// type, which is then left alone rather than deleted; a bad name;
+    /// connection and server errors as they come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the deletion runs to completion even if the future is
+    /// dropped.
+    pub async fn delete(&self) -> Result<bool, Error> {
+        let conn = self.conn()?;
+        let call = scripts::delete(&self.name, conn.publish());
+        let span = tracing::debug_span!("latch", op = "delete", key = %self.name);
+        self.run::<bool>(conn, call).instrument(span).await
+    }
+
+    async fn wait_until(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        let conn = self.conn()?;
+        let mut waiter = Waiter { latch: self, conn };
+        let span = tracing::debug_span!("latch", op = "wait", key = %self.name);
+        wait::wait(&self.client, &mut waiter, timeout)
+            .instrument(span)
+            .await
+    }
+
+    /// The count as stored: 0 when the key is missing.
+    async fn read(&self, conn: &Connection) -> Result<i64, Error> {
+        count::get(conn, &self.name)
+            .await
+            .map_err(|e| self.error(e.into()))?
+            .ok_or_else(|| self.not_a_count())
+    }
+
+    async fn run<T>(&self, conn: &Connection, call: crate::scripts::ScriptCall) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send + 'static,
+    {
+        count::run_to_completion(conn, call)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// Checks the name and returns the connection to use.
+    fn conn(&self) -> Result<&Connection, Error> {
+        let channel = layout::latch_channel(&self.name);
+        count::check_name(&self.client, "latch", &self.name, &channel)?;
+        Ok(self.client.conn())
+    }
+
+    /// `err` about this latch, with a message that names it as one.
+    fn error(&self, err: Error) -> Error {
+        let err = err.with_key(&self.name);
+        if err.is_wrong_type() {
+            let message = format!(
+                "latch key {:?} holds another type of value; expected a string holding the \
+                 count still to go",
+                self.name
+            );
+            return err.reworded(message);
+        }
+        err
+    }
+
+    fn not_a_count(&self) -> Error {
+        Error::invalid_count(
+            &self.name,
+            format!(
+                "latch key {:?} holds a string that is not an integer; expected the count \
+                 still to go",
+                self.name
+            ),
+        )
+    }
+}
+
+/// A waiter for a latch to open, as the waiting engine drives it: "busy"
+/// while the count is above zero.
+struct Waiter<'a> {
+    latch: &'a CountDownLatch,
+    conn: &'a Connection,
+}
+
+impl Contender for Waiter<'_> {
+    type Acquired = ();
+
+    fn name(&self) -> &str {
+        &self.latch.name
+    }
+
+    async fn attempt(&mut self) -> Result<Attempt<()>, Error> {
+        if self.latch.read(self.conn).await? > 0 {
+            Ok(Attempt::Busy(None))
+        } else {
+            Ok(Attempt::Acquired(()))
+        }
+    }
+
+    fn channel(&self) -> String {
+        layout::latch_channel(&self.latch.name)
+    }
+
+    fn wakes(&self) -> Wakes {
+        Wakes::All
+    }
+
+    fn refresh(&self) -> Option<Duration> {
+        None
+    }
+
+    // A check writes nothing: there is nothing to start over from or
+    // take back.
+    fn restart(&mut self) {}
+
+    async fn give_up(&mut self) {}
+}

@@ -1,0 +1,178 @@
+//! Redisson's `RCountDownLatch`: arm, count down, delete.
+//!
+//! The latch `name` is the string key `name` holding the count still to go
+//! (a missing key is 0: open). Its channel, [`layout::latch_channel`],
+//! carries `0` when the latch opens and `1` when it is armed or deleted.
+//!
+//! Each script has the effect of Redisson's on the key and the channel;
+//! where Redisson's would fail with a Lua error on a key that holds a
+//! string that is not an integer, these return nil and write nothing, and
+//! a key of another type raises `WRONGTYPE` from a first `GET` (Redisson's
+//! `trySetCount` and `delete` would answer "not set" or delete it).
+
+use std::sync::LazyLock;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::semaphore::COUNT;
+use super::{Lua, ScriptCall};
+use crate::connection::Publish;
+use crate::layout;
+
+/// Published when the latch reaches zero (`CountDownLatchPubSub.ZERO_COUNT_MESSAGE`).
+pub(crate) const ZERO_COUNT_MESSAGE: i64 = 0;
+/// Published when the latch is armed or deleted (`CountDownLatchPubSub.NEW_COUNT_MESSAGE`).
+pub(crate) const NEW_COUNT_MESSAGE: i64 = 1;
+
+pub(super) static COUNT_DOWN: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("latch_count_down", &[COUNT, COUNT_DOWN_SRC]));
+const COUNT_DOWN_SRC: &str = r"
+if count(KEYS[1]) == nil then
+    return nil
+end
+local left = redis.call('decr', KEYS[1])
+if left <= 0 then
+    redis.call('del', KEYS[1])
+end
+if left == 0 then
+    redis.call(ARGV[2], KEYS[2], ARGV[1])
+end
+return left
+";
+
+/// Counts latch `name` down by one.
+///
+/// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel,
+///   [`layout::latch_channel`].
+/// * ARGV\[1\]: the opening message (`0`); ARGV\[2\]: `publish` or
+///   `spublish`.
+/// * Returns the count left after `DECR`: at 0 the key is deleted and the
+///   opening message published; below 0 (the key was missing or at 0
+///   already) the key is deleted and nothing is published. Nil, with
+///   nothing written, when the key holds a string that is not an integer.
+/// * Raises `WRONGTYPE` when the key is not a string.
+///
+/// Redisson's `countDown`.
+pub(crate) fn count_down(name: &str, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&COUNT_DOWN)
+        .key(name)
+        .key(layout::latch_channel(name))
+        .arg(ZERO_COUNT_MESSAGE)
+        .arg(publish.command())
+}
+
+pub(super) static TRY_SET_COUNT: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("latch_try_set_count", &[COUNT, TRY_SET_COUNT_SRC]));
+const TRY_SET_COUNT_SRC: &str = r"
+if redis.call('get', KEYS[1]) == false then
+    redis.call('set', KEYS[1], ARGV[2])
+    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    return 1
+end
+if count(KEYS[1]) == nil then
+    return nil
+end
+return 0
+";
+
+/// Arms latch `name` with `count`, only if it is open (the key is missing).
+///
+/// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel.
+/// * ARGV\[1\]: the re-arming message (`1`); ARGV\[2\]: the count;
+///   ARGV\[3\]: `publish` or `spublish`.
+/// * Returns `1` when the key was missing: it now holds `count`, and the
+///   re-arming message was published; `0` when the latch is armed already
+///   (nothing written); nil when the key holds a string that is not an
+///   integer ([`SetIfMissing`](super::semaphore::SetIfMissing)).
+/// * Raises `WRONGTYPE` when the key is not a string.
+///
+/// Redisson's `trySetCount`.
+pub(crate) fn try_set_count(name: &str, count: u64, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&TRY_SET_COUNT)
+        .key(name)
+        .key(layout::latch_channel(name))
+        .arg(NEW_COUNT_MESSAGE)
+        .arg(count)
+        .arg(publish.command())
+}
+
+pub(super) static DELETE: LazyLock<Lua> = LazyLock::new(|| Lua::new("latch_delete", &[DELETE_SRC]));
+const DELETE_SRC: &str = r"
+redis.call('get', KEYS[1])
+if redis.call('del', KEYS[1]) == 1 then
+    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    return 1
+end
+return 0
+";
+
+/// Deletes latch `name`. A missing key reads as 0, so this opens the latch,
+/// but, as Redisson's `delete`, it publishes the re-arming message, which
+/// wakes no waiter: they see the latch open at their next check.
+///
+/// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel.
+/// * ARGV\[1\]: the re-arming message (`1`), which Redisson publishes on
+///   delete; ARGV\[2\]: `publish` or `spublish`.
+/// * Returns `1` when the key existed (deleted, message published), `0`
+///   when it did not.
+/// * Raises `WRONGTYPE` (from a first `GET`) when the key is not a string,
+///   rather than deleting someone else's value.
+pub(crate) fn delete(name: &str, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&DELETE)
+        .key(name)
+        .key(layout::latch_channel(name))
+        .arg(NEW_COUNT_MESSAGE)
+        .arg(publish.command())
+}
+
+/// The count left after a count-down, or `None` when the key held a string
+/// that is not an integer; the reply of [`count_down`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Left(pub(crate) Option<i64>);
+
+impl FromRedisValue for Left {
+    fn from_redis_value(v: Value) -> Result<Left, ParsingError> {
+        Ok(Left(FromRedisValue::from_redis_value(v)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::packed;
+
+    #[test]
+    fn count_down_packs_key_channel_zero_and_publish() {
+        let (keys, args) = packed(&count_down("shards", Publish::Plain));
+        assert_eq!(
+            keys,
+            ["shards", "redisson_countdownlatch__channel__{shards}"]
+        );
+        assert_eq!(args, ["0", "publish"]);
+        assert_eq!(Left::from_redis_value(Value::Int(-1)), Ok(Left(Some(-1))));
+        assert_eq!(Left::from_redis_value(Value::Nil), Ok(Left(None)));
+    }
+
+    #[test]
+    fn try_set_count_packs_one_count_and_publish() {
+        let (keys, args) = packed(&try_set_count("{t}:shards", 3, Publish::Sharded));
+        assert_eq!(
+            keys,
+            [
+                "{t}:shards",
+                "redisson_countdownlatch__channel__{{t}:shards}"
+            ]
+        );
+        assert_eq!(args, ["1", "3", "spublish"]);
+    }
+
+    #[test]
+    fn delete_packs_key_channel_one_and_publish() {
+        let (keys, args) = packed(&delete("shards", Publish::Plain));
+        assert_eq!(
+            keys,
+            ["shards", "redisson_countdownlatch__channel__{shards}"]
+        );
+        assert_eq!(args, ["1", "publish"]);
+    }
+}

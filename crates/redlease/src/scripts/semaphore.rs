@@ -1,0 +1,297 @@
+//! Redisson's `RSemaphore`: acquire, release, and setting or changing the
+//! number of permits.
+//!
+//! The semaphore `name` is the string key `name` holding the number of
+//! **available** permits (a missing key is 0 available), and every change
+//! that frees permits publishes the new available count on
+//! [`layout::semaphore_channel`]. Nothing records who acquired: any client
+//! may release.
+//!
+//! Each script has the effect of Redisson's on the key and the channel.
+//! Where Redisson's would fail with a Lua error (or silently overwrite) on
+//! a key that holds a string that is not an integer, these return nil and
+//! write nothing, which the decoders report as a typed error; a key of
+//! another type raises `WRONGTYPE` from the first `GET`, before anything is
+//! written.
+
+use std::sync::LazyLock;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::{Lua, ScriptCall};
+use crate::connection::Publish;
+use crate::layout;
+
+/// Shared by the semaphore and latch scripts: `count(key)` reads the
+/// integer in string `key`: 0 when the key is missing, nil when it holds a
+/// string that is not a decimal integer (`GET` raises `WRONGTYPE` for other
+/// types). Checked with a pattern rather than `tonumber`, which also reads
+/// `1.5`, ` 7` or `0x10`, strings that `INCRBY` and `DECRBY` refuse.
+pub(super) const COUNT: &str = r"
+local function count(key)
+    local value = redis.call('get', key)
+    if value == false then
+        return 0
+    end
+    if string.match(value, '^%-?%d+$') == nil then
+        return nil
+    end
+    return tonumber(value)
+end
+";
+
+pub(super) static ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("semaphore_acquire", &[COUNT, ACQUIRE_SRC]));
+const ACQUIRE_SRC: &str = r"
+local available = count(KEYS[1])
+if available == nil then
+    return nil
+end
+if available >= tonumber(ARGV[1]) then
+    redis.call('decrby', KEYS[1], ARGV[1])
+    return {1, available - tonumber(ARGV[1])}
+end
+return {0, available}
+";
+
+/// Takes `permits` permits of semaphore `name` if that many are available.
+///
+/// * KEYS\[1\]: the semaphore key.
+/// * ARGV\[1\]: the number of permits, at least 1.
+/// * Returns `{1, left}` when taken (the count went down by `permits`, and
+///   `left` remain), `{0, available}` when fewer are available (nothing
+///   written; `available` may be zero or negative), nil when the key holds
+///   a string that is not an integer.
+/// * Raises `WRONGTYPE` when the key is not a string.
+///
+/// Redisson's `tryAcquire` (`GET`, then `DECRBY` if enough), with the count
+/// returned so that a waiter can tell "none free" from "some free, but not
+/// enough for me" ([`Taken`]).
+pub(crate) fn acquire(name: &str, permits: u64) -> ScriptCall {
+    ScriptCall::new(&ACQUIRE).key(name).arg(permits)
+}
+
+/// What [`acquire`] answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Taken; this many remain available.
+    Acquired(i64),
+    /// Not taken: this many are available (possibly zero or negative).
+    Available(i64),
+    /// The key holds a string that is not an integer.
+    NotACount,
+}
+
+impl FromRedisValue for Taken {
+    fn from_redis_value(v: Value) -> Result<Taken, ParsingError> {
+        let reply: Option<(i64, i64)> = FromRedisValue::from_redis_value(v)?;
+        Ok(match reply {
+            None => Taken::NotACount,
+            Some((1, left)) => Taken::Acquired(left),
+            Some((_, available)) => Taken::Available(available),
+        })
+    }
+}
+
+pub(super) static RELEASE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("semaphore_release", &[COUNT, RELEASE_SRC]));
+const RELEASE_SRC: &str = r"
+if count(KEYS[1]) == nil then
+    return nil
+end
+local available = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call(ARGV[2], KEYS[2], available)
+return available
+";
+
+/// Gives `permits` permits back to semaphore `name` (any number of them:
+/// nothing records who took what), or takes them away when `permits` is
+/// negative ([`add_permits`]).
+///
+/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: its channel,
+///   [`layout::semaphore_channel`].
+/// * ARGV\[1\]: the number of permits to add (negative to remove);
+///   ARGV\[2\]: `publish` or `spublish`.
+/// * Returns the new available count, which it also publishes on the
+///   channel (a missing key counts as 0, so the key is then created with
+///   `permits`); nil, with nothing written, when the key holds a string
+///   that is not an integer ([`Counted`]).
+/// * Raises `WRONGTYPE` when the key is not a string.
+///
+/// Redisson's `release` (`INCRBY`, then publish the result).
+pub(crate) fn release(name: &str, permits: u64, publish: Publish) -> ScriptCall {
+    change(name, permits, publish)
+}
+
+/// Adds `delta` permits to semaphore `name` (negative: removes them, and
+/// the count may go below zero): the script and reply of [`release`].
+///
+/// Redisson's `addPermits` reads the count, sets it to count + delta and
+/// publishes the result; `INCRBY` has the same effect in one command, and
+/// is exact where Lua's numbers are not (above 2^53).
+pub(crate) fn add_permits(name: &str, delta: i64, publish: Publish) -> ScriptCall {
+    change(name, delta, publish)
+}
+
+fn change(name: &str, delta: impl redis::ToRedisArgs, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&RELEASE)
+        .key(name)
+        .key(layout::semaphore_channel(name))
+        .arg(delta)
+        .arg(publish.command())
+}
+
+/// The new count after a change, or `None` when the key held a string that
+/// is not an integer; the reply of [`release`] and [`set_permits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Counted(pub(crate) Option<i64>);
+
+impl FromRedisValue for Counted {
+    fn from_redis_value(v: Value) -> Result<Counted, ParsingError> {
+        Ok(Counted(FromRedisValue::from_redis_value(v)?))
+    }
+}
+
+pub(super) static SET_PERMITS: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("semaphore_set_permits", &[COUNT, SET_PERMITS_SRC]));
+const SET_PERMITS_SRC: &str = r"
+if count(KEYS[1]) == nil then
+    return nil
+end
+redis.call('set', KEYS[1], ARGV[1])
+redis.call(ARGV[2], KEYS[2], ARGV[1])
+return tonumber(ARGV[1])
+";
+
+/// Sets semaphore `name` to `permits` available, whatever it had.
+///
+/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: its channel.
+/// * ARGV\[1\]: the number of permits; ARGV\[2\]: `publish` or `spublish`.
+/// * Returns `permits`, which it also publishes, after `SET`; nil, with
+///   nothing written, when the key holds a string that is not an integer
+///   ([`Counted`]).
+/// * Raises `WRONGTYPE` when the key is not a string (`SET` alone would
+///   overwrite a key of any type).
+///
+/// Redisson's plain `RSemaphore` has no such script; this is
+/// [`try_set_permits`] without its "only if missing" condition, announced
+/// the same way, so that waiters wake for the permits it makes available.
+pub(crate) fn set_permits(name: &str, permits: u64, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&SET_PERMITS)
+        .key(name)
+        .key(layout::semaphore_channel(name))
+        .arg(permits)
+        .arg(publish.command())
+}
+
+pub(super) static TRY_SET_PERMITS: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("semaphore_try_set_permits", &[COUNT, TRY_SET_PERMITS_SRC]));
+const TRY_SET_PERMITS_SRC: &str = r"
+if redis.call('get', KEYS[1]) == false then
+    redis.call('set', KEYS[1], ARGV[1])
+    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    return 1
+end
+if count(KEYS[1]) == nil then
+    return nil
+end
+return 0
+";
+
+/// Sets semaphore `name` to `permits` available, only if it has no count
+/// yet (the key is missing).
+///
+/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: its channel.
+/// * ARGV\[1\]: the number of permits; ARGV\[2\]: `publish` or `spublish`.
+/// * Returns `1` when the key was missing: it now holds `permits`, and
+///   `permits` was published; `0` when it already held a count (nothing
+///   written); nil when it holds a string that is not an integer.
+/// * Raises `WRONGTYPE` when the key is not a string.
+///
+/// Redisson's `trySetPermits`.
+pub(crate) fn try_set_permits(name: &str, permits: u64, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&TRY_SET_PERMITS)
+        .key(name)
+        .key(layout::semaphore_channel(name))
+        .arg(permits)
+        .arg(publish.command())
+}
+
+/// What [`try_set_permits`] (or the latch's `try_set_count`) answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SetIfMissing {
+    /// The key was missing and is now set.
+    Set,
+    /// The key already held a count; nothing was written.
+    Present,
+    /// The key holds a string that is not an integer.
+    NotACount,
+}
+
+impl FromRedisValue for SetIfMissing {
+    fn from_redis_value(v: Value) -> Result<SetIfMissing, ParsingError> {
+        let reply: Option<i64> = FromRedisValue::from_redis_value(v)?;
+        Ok(match reply {
+            None => SetIfMissing::NotACount,
+            Some(1) => SetIfMissing::Set,
+            Some(_) => SetIfMissing::Present,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::packed;
+
+    #[test]
+    fn acquire_packs_key_and_permits() {
+        let (keys, args) = packed(&acquire("jobs", 2));
+        assert_eq!(keys, ["jobs"]);
+        assert_eq!(args, ["2"]);
+    }
+
+    #[test]
+    fn taken_reads_acquired_available_and_not_a_count() {
+        let pair = |a, b| Value::Array(vec![Value::Int(a), Value::Int(b)]);
+        assert_eq!(Taken::from_redis_value(pair(1, 3)), Ok(Taken::Acquired(3)));
+        assert_eq!(Taken::from_redis_value(pair(0, 1)), Ok(Taken::Available(1)));
+        assert_eq!(
+            Taken::from_redis_value(pair(0, -2)),
+            Ok(Taken::Available(-2))
+        );
+        assert_eq!(Taken::from_redis_value(Value::Nil), Ok(Taken::NotACount));
+        assert!(Taken::from_redis_value(Value::Int(1)).is_err());
+    }
+
+    #[test]
+    fn release_and_add_pack_key_channel_delta_and_publish() {
+        let (keys, args) = packed(&release("jobs", 3, Publish::Plain));
+        assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
+        assert_eq!(args, ["3", "publish"]);
+        let (keys, args) = packed(&add_permits("{t}:jobs", -4, Publish::Sharded));
+        assert_eq!(keys, ["{t}:jobs", "redisson_sc:{t}:jobs"]);
+        assert_eq!(args, ["-4", "spublish"]);
+        assert_eq!(
+            Counted::from_redis_value(Value::Int(-1)),
+            Ok(Counted(Some(-1)))
+        );
+        assert_eq!(Counted::from_redis_value(Value::Nil), Ok(Counted(None)));
+    }
+
+    #[test]
+    fn set_and_try_set_pack_key_channel_permits_and_publish() {
+        for call in [
+            set_permits("jobs", 5, Publish::Plain),
+            try_set_permits("jobs", 5, Publish::Plain),
+        ] {
+            let (keys, args) = packed(&call);
+            assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
+            assert_eq!(args, ["5", "publish"]);
+        }
+        let read = |v| SetIfMissing::from_redis_value(v);
+        assert_eq!(read(Value::Int(1)), Ok(SetIfMissing::Set));
+        assert_eq!(read(Value::Int(0)), Ok(SetIfMissing::Present));
+        assert_eq!(read(Value::Nil), Ok(SetIfMissing::NotACount));
+    }
+}

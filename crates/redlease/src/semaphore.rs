@@ -1,0 +1,514 @@
+//! [`Semaphore`]: Redisson's `RSemaphore`, a fleet-wide "at most N at
+//! once", and its single acquire attempt. Waiting is the waiting engine's
+//! ([`crate::wait`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::count;
+use crate::error::Error;
+use crate::layout;
+use crate::pubsub::Wakes;
+use crate::scripts::semaphore::{self as scripts, Counted, SetIfMissing, Taken};
+use crate::wait::{self, Attempt, Contender};
+
+/// A handle to one named semaphore, Redisson's `RSemaphore`; made by
+/// [`Client::semaphore`].
+///
+/// The semaphore is a count of available permits in Redis: acquiring `n`
+/// takes `n` away if that many are there, releasing `n` gives `n` back.
+/// Nothing records who acquired, so any client may release, and permits
+/// that are acquired and never released (a crashed holder) are gone until
+/// someone adds them back: for permits that come back by themselves, use a
+/// semaphore with leased permits instead. The handle is cheap to clone and
+/// holds nothing in Redis by itself.
+///
+/// # Layout
+///
+/// Redisson's, so that Java services on the same name share the permits:
+/// the string key `name` holds the available count as a decimal integer (a
+/// missing key is 0), and every release or change of the count publishes
+/// the new available count on `redisson_sc:{name}`
+/// ([`layout::semaphore_channel`]). A message `n` wakes up to `n` waiters
+/// in each client; a waiter for more permits than are free passes its
+/// wake-up on to the next one, so a small request is not left asleep
+/// behind a large one.
+///
+/// # Limits
+///
+/// Counts are at most 2^53 - 1 ([`MAX_COUNT`](crate::MAX_COUNT)), the largest integer the
+/// scripts' Lua numbers hold exactly. A semaphore never waits for replicas,
+/// even when the client
+/// [requires them](crate::ClientBuilder::require_replicas): its scripts
+/// run on the master alone, as Redisson's would without `syncedEval`.
+/// Waiting is woken by messages, and a semaphore has no expiry to bound a
+/// sleep: a message lost while the connection is up (a Redis that drops
+/// pub/sub output, say) leaves a waiter asleep until the next one or its
+/// deadline; a lost connection wakes every waiter to check again.
+#[derive(Clone, Debug)]
+pub struct Semaphore {
+    client: Client,
+    name: Arc<str>,
+}
+
+/// The semaphore handles a client makes.
+impl Client {
+    /// Returns a handle to the semaphore called `name`. Nothing is sent to
+    /// Redis until the handle is used, and the name is checked then.
+    #[must_use = "a semaphore handle does nothing until it is used"]
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore {
+            client: self.clone(),
+            name: name.into().into(),
+        }
+    }
+}
+
+impl Semaphore {
+    /// The semaphore's name, which is also its Redis key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the number of available permits to `permits` if the semaphore
+    /// has none set yet (its key is missing), and announces them to
+    /// waiters. Returns true if and only if it was set. Redisson's
+    /// `trySetPermits`.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name or
+    /// more than [`MAX_COUNT`](crate::MAX_COUNT) permits;
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
+    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
+    /// string that is not an integer; connection and server errors as they
+    /// come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the script runs to completion even if the future is
+    /// dropped: the permits are then set (or not) as if the caller had
+    /// waited, and the answer is lost.
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
+        let permits = count::check_count("permits", permits, 0)?;
+        let conn = self.conn()?;
+        let call = scripts::try_set_permits(&self.name, permits, conn.publish());
+        let set = self
+            .run::<SetIfMissing>(conn, call)
+            .instrument(self.span("try_set_permits", permits))
+            .await?;
+        match set {
+            SetIfMissing::Set => Ok(true),
+            SetIfMissing::Present => Ok(false),
+            SetIfMissing::NotACount => Err(self.not_a_count()),
+        }
+    }
+
+    /// Sets the number of available permits to `permits`, whatever it was,
+    /// and publishes `permits` on the channel, which wakes up to that many
+    /// waiters per client.
+    ///
+    /// Redisson's plain `RSemaphore` has no such operation (only
+    /// `trySetPermits`, which leaves a set count alone): this is its script
+    /// without the condition. Permits held at the time are not counted: a
+    /// holder that releases later adds to the new count. To move the count
+    /// by a difference, use [`add_permits`](Semaphore::add_permits).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_set_permits`](Semaphore::try_set_permits): a key of another
+    /// type or a string that is not an integer is left untouched.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_set_permits`](Semaphore::try_set_permits).
+    pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
+        let permits = count::check_count("permits", permits, 0)?;
+        let conn = self.conn()?;
+        let call = scripts::set_permits(&self.name, permits, conn.publish());
+        self.changed(conn, call)
+            .instrument(self.span("set_permits", permits))
+            .await
+    }
+
+    /// Adds `delta` available permits, or removes `-delta` when it is
+    /// negative, and publishes the new count. A missing key counts as 0, and
+    /// the count may go below zero, as in Redisson's `addPermits`: acquires
+    /// then wait until releases bring it above the number they ask for.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_argument`](Error::is_invalid_argument) when `delta` is
+    /// beyond ±[`MAX_COUNT`](crate::MAX_COUNT); otherwise as
+    /// [`try_set_permits`](Semaphore::try_set_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_set_permits`](Semaphore::try_set_permits): once polled, the
+    /// permits are added exactly once even if the future is dropped.
+    pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
+        count::check_count("the change of permits", delta.unsigned_abs(), 0)?;
+        let conn = self.conn()?;
+        let call = scripts::add_permits(&self.name, delta, conn.publish());
+        let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.name, delta);
+        self.changed(conn, call).instrument(span).await
+    }
+
+    /// The number of permits available now (a missing key is 0). With other
+    /// clients acquiring and releasing, it may have changed by the time it
+    /// is returned.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_count`](Error::is_invalid_count) when the key holds a
+    /// string that is not an integer, or a negative count (more permits
+    /// were removed with [`add_permits`](Semaphore::add_permits) than there
+    /// were; the message says how many must be released before any can be
+    /// acquired); [`is_wrong_type`](Error::is_wrong_type) for a key of
+    /// another type; connection and server errors as they come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a read only.
+    pub async fn available_permits(&self) -> Result<u64, Error> {
+        let conn = self.conn()?;
+        let available = count::get(conn, &self.name)
+            .await
+            .map_err(|e| self.error(e.into()))?
+            .ok_or_else(|| self.not_a_count())?;
+        u64::try_from(available).map_err(|_| {
+            Error::invalid_count(
+                &self.name,
+                format!(
+                    "expected a number of available permits in semaphore {:?}, but found \
+                     {available}: more were removed than it had, and {} must be released \
+                     before any can be acquired",
+                    self.name,
+                    available.unsigned_abs()
+                ),
+            )
+        })
+    }
+
+    /// Makes one attempt to take `permits` permits. Returns true if and only
+    /// if they were taken; false, with nothing taken, if fewer are available.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name, 0
+    /// permits or more than [`MAX_COUNT`](crate::MAX_COUNT);
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
+    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
+    /// string that is not an integer; connection and server errors as they
+    /// come. Nothing is taken when an error is returned, except as below.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future never takes permits away for good: the attempt
+    /// runs in a task of its own, and if it took permits that nobody
+    /// received (the caller was dropped), they are released again at once
+    /// in the background (which publishes, as any release does). One case
+    /// is beyond reach, as in Redisson: a reply lost with the connection, or
+    /// later than the response timeout, after the script ran; the permits
+    /// it took then stay taken, and the caller gets a connection or
+    /// time-out error.
+    pub async fn try_acquire(&self, permits: u64) -> Result<bool, Error> {
+        let permits = count::check_count("permits", permits, 1)?;
+        let conn = self.conn()?;
+        let span = self.span("try_acquire", permits);
+        match self.attempt(conn, permits).instrument(span).await? {
+            Attempt::Acquired(()) => Ok(true),
+            Attempt::Busy(_) | Attempt::Short(_) => Ok(false),
+        }
+    }
+
+    /// Tries to take `permits` permits until `wait` has passed. Returns
+    /// true if and only if they were taken.
+    ///
+    /// After a first failed attempt the waiter subscribes to the
+    /// semaphore's channel (shared with the client's other waiters on it),
+    /// tries again once the subscription is confirmed, then sleeps until a
+    /// message announces permits, trying again at each, and once more at the
+    /// end of `wait`. A release by any client, Redisson included, wakes it.
+    /// Waiters are not served in order: whoever tries first after a release
+    /// takes the permits. A `wait` of zero is
+    /// [`try_acquire`](Semaphore::try_acquire).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Semaphore::try_acquire). Lost connections and
+    /// time-outs are retried until the wait ends, and then reported as they
+    /// are; any other error ends the wait at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_acquire`](Semaphore::try_acquire): an attempt cancelled in
+    /// flight gives back what it took. Dropping the future also leaves the
+    /// channel (unsubscribing if it was the client's last waiter on it) and
+    /// hands a wake-up it had received but not used to the next local
+    /// waiter.
+    pub async fn try_acquire_for(&self, permits: u64, wait: Duration) -> Result<bool, Error> {
+        if wait.is_zero() {
+            return self.try_acquire(permits).await;
+        }
+        match self.wait(permits, Some(wait)).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_busy() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until `permits` permits are taken, as
+    /// [`try_acquire_for`](Semaphore::try_acquire_for) with no time limit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Semaphore::try_acquire); lost connections and
+    /// time-outs are retried (with backoff up to 256 ms) for as long as it
+    /// waits, so bound it with `tokio::time::timeout` if Redis may stay
+    /// down.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_acquire_for`](Semaphore::try_acquire_for).
+    pub async fn acquire(&self, permits: u64) -> Result<(), Error> {
+        self.wait(permits, None).await
+    }
+
+    /// Gives `permits` permits back and publishes the new available count,
+    /// which wakes up to that many waiters per client. Any client may
+    /// release, whether it acquired or not, as in Redisson: releasing
+    /// permits that were never acquired raises the count.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Semaphore::try_acquire); the count is unchanged
+    /// when an error comes from Redis itself.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the release runs to completion even if the future is
+    /// dropped, so a release cancelled on its way (by a time-out around the
+    /// caller, say) still gives the permits back. A future dropped before
+    /// its first poll sends nothing.
+    pub async fn release(&self, permits: u64) -> Result<(), Error> {
+        let permits = count::check_count("permits", permits, 1)?;
+        let conn = self.conn()?;
+        let call = scripts::release(&self.name, permits, conn.publish());
+        self.changed(conn, call)
+            .instrument(self.span("release", permits))
+            .await
+    }
+
+    /// The waiting acquire, through the waiting engine.
+    async fn wait(&self, permits: u64, wait: Option<Duration>) -> Result<(), Error> {
+        let permits = count::check_count("permits", permits, 1)?;
+        let conn = self.conn()?;
+        let mut waiter = Waiter {
+            semaphore: self,
+            conn,
+            permits,
+        };
+        let span = self.span("acquire", permits);
+        wait::wait(&self.client, &mut waiter, wait)
+            .instrument(span)
+            .await
+    }
+
+    /// Runs the acquire script once, in a task of its own so that a
+    /// success nobody receives is given back.
+    async fn attempt(&self, conn: &Connection, permits: u64) -> Result<Attempt<()>, Error> {
+        let call = scripts::acquire(&self.name, permits);
+        let give_back = GiveBack {
+            conn: conn.clone(),
+            name: self.name.clone(),
+            permits,
+        };
+        let (tx, rx) = oneshot::channel();
+        let task_give_back = give_back.clone();
+        let task_conn = conn.clone();
+        drop(tokio::spawn(async move {
+            let reply = task_conn.run::<Taken>(&call).await;
+            // The caller's end is gone: nobody will receive these permits.
+            if let Err(Ok(Taken::Acquired(_))) = tx.send(reply) {
+                task_give_back.run();
+            }
+        }));
+        let mut pending = PendingAcquire {
+            rx,
+            give_back: Some(give_back),
+        };
+        let reply = (&mut pending.rx).await;
+        pending.give_back = None;
+        let taken = reply
+            .map_err(|_| count::runtime_stopped())?
+            .map_err(|e| self.error(e.into()))?;
+        tracing::debug!(key = %self.name, permits, ?taken, "semaphore acquire attempt");
+        match taken {
+            Taken::Acquired(_) => Ok(Attempt::Acquired(())),
+            // Some free, but not enough for this request: a smaller one
+            // may get them, so a wake-up that led here is passed on.
+            Taken::Available(available) if available > 0 => Ok(Attempt::Short(None)),
+            Taken::Available(_) => Ok(Attempt::Busy(None)),
+            Taken::NotACount => Err(self.not_a_count()),
+        }
+    }
+
+    /// Runs a script that changes the count and answers the new one.
+    async fn changed(
+        &self,
+        conn: &Connection,
+        call: crate::scripts::ScriptCall,
+    ) -> Result<(), Error> {
+        match self.run::<Counted>(conn, call).await? {
+            Counted(Some(available)) => {
+                tracing::debug!(key = %self.name, available, "semaphore count changed");
+                Ok(())
+            }
+            Counted(None) => Err(self.not_a_count()),
+        }
+    }
+
+    async fn run<T>(&self, conn: &Connection, call: crate::scripts::ScriptCall) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send + 'static,
+    {
+        count::run_to_completion(conn, call)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// Checks the name and returns the connection to use.
+    fn conn(&self) -> Result<&Connection, Error> {
+        let channel = layout::semaphore_channel(&self.name);
+        count::check_name(&self.client, "semaphore", &self.name, &channel)?;
+        Ok(self.client.conn())
+    }
+
+    /// The span of operation `op` on `permits` permits.
+    fn span(&self, op: &'static str, permits: u64) -> tracing::Span {
+        tracing::debug_span!("semaphore", op, key = %self.name, permits)
+    }
+
+    /// `err` about this semaphore, with a message that names it as one.
+    fn error(&self, err: Error) -> Error {
+        let err = err.with_key(&self.name);
+        if err.is_wrong_type() {
+            let message = format!(
+                "semaphore key {:?} holds another type of value; expected a string holding \
+                 the number of available permits",
+                self.name
+            );
+            return err.reworded(message);
+        }
+        err
+    }
+
+    fn not_a_count(&self) -> Error {
+        Error::invalid_count(
+            &self.name,
+            format!(
+                "semaphore key {:?} holds a string that is not an integer; expected the number \
+                 of available permits",
+                self.name
+            ),
+        )
+    }
+}
+
+/// A semaphore's waiting acquire, as the waiting engine drives it.
+struct Waiter<'a> {
+    semaphore: &'a Semaphore,
+    conn: &'a Connection,
+    permits: u64,
+}
+
+impl Contender for Waiter<'_> {
+    type Acquired = ();
+
+    fn name(&self) -> &str {
+        &self.semaphore.name
+    }
+
+    async fn attempt(&mut self) -> Result<Attempt<()>, Error> {
+        self.semaphore.attempt(self.conn, self.permits).await
+    }
+
+    fn channel(&self) -> String {
+        layout::semaphore_channel(&self.semaphore.name)
+    }
+
+    fn wakes(&self) -> Wakes {
+        Wakes::Count
+    }
+
+    fn refresh(&self) -> Option<Duration> {
+        None
+    }
+
+    // A semaphore has no owners: an attempt whose reply was lost may have
+    // taken permits, and nothing can tell which, so there is nothing to
+    // start over under (see `try_acquire`'s cancel safety).
+    fn restart(&mut self) {}
+
+    async fn give_up(&mut self) {}
+}
+
+/// Permits to give back: an acquire that took them for a caller that is
+/// gone.
+#[derive(Clone)]
+struct GiveBack {
+    conn: Connection,
+    name: Arc<str>,
+    permits: u64,
+}
+
+impl GiveBack {
+    /// Releases the permits in the background; without a runtime (it is
+    /// shutting down), they stay taken.
+    fn run(&self) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(key = %self.name, permits = self.permits, "no runtime to give back permits in; they stay taken");
+            return;
+        };
+        let GiveBack {
+            conn,
+            name,
+            permits,
+        } = self.clone();
+        drop(handle.spawn(async move {
+            let call = scripts::release(&name, permits, conn.publish());
+            match conn.run::<Counted>(&call).await {
+                Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a cancelled acquire"),
+                Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a cancelled acquire; they stay taken"),
+            }
+        }));
+    }
+}
+
+/// The caller's end of an acquire attempt. Dropped before its reply was
+/// taken (the caller was cancelled), it closes the channel, so that from
+/// then on the task's send fails and the task gives the permits back, and
+/// gives back permits whose reply arrived before: whoever last sees a
+/// success that nobody took gives it back, exactly once.
+struct PendingAcquire {
+    rx: oneshot::Receiver<Result<Taken, redis::RedisError>>,
+    /// `None` once the reply was taken.
+    give_back: Option<GiveBack>,
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        if let Some(give_back) = self.give_back.take() {
+            self.rx.close();
+            if let Ok(Ok(Taken::Acquired(_))) = self.rx.try_recv() {
+                give_back.run();
+            }
+        }
+    }
+}

@@ -1,0 +1,575 @@
+//! `Semaphore`: Redisson's `RSemaphore` layout, the limit under load, waking
+//! by releases from either library, cancel safety and bad input.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redlease::{Semaphore, layout};
+
+use crate::support::{
+    RedisServer, client, evalsha_calls, eventually, exists, listen_until, median, publish,
+    subscribers, unique, until_subscribed,
+};
+
+/// Redisson's `tryAcquire` script (`RedissonSemaphore.tryAcquireAsync`):
+/// KEYS = [name], ARGV = [permits]; 1 taken, 0 not.
+const JAVA_ACQUIRE: &str = "local value = redis.call('get', KEYS[1]); \
+    if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then \
+    local val = redis.call('decrby', KEYS[1], ARGV[1]); return 1; end; return 0;";
+
+/// Redisson's `release` script: KEYS = [name, channel], ARGV = [permits].
+const JAVA_RELEASE: &str = "local value = redis.call('incrby', KEYS[1], ARGV[1]); \
+    redis.call('publish', KEYS[2], value);";
+
+fn java_acquire(server: &RedisServer, name: &str, permits: u64) -> bool {
+    redis::cmd("EVAL")
+        .arg(JAVA_ACQUIRE)
+        .arg(1)
+        .arg(name)
+        .arg(permits)
+        .query::<i64>(&mut server.connection())
+        .unwrap()
+        == 1
+}
+
+fn java_release(server: &RedisServer, name: &str, permits: u64) {
+    redis::cmd("EVAL")
+        .arg(JAVA_RELEASE)
+        .arg(2)
+        .arg(name)
+        .arg(layout::semaphore_channel(name))
+        .arg(permits)
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+fn get(server: &RedisServer, key: &str) -> Option<String> {
+    redis::cmd("GET")
+        .arg(key)
+        .query(&mut server.connection())
+        .unwrap()
+}
+
+fn set(server: &RedisServer, key: &str, value: &str) {
+    redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+/// What a spawned waiter returns: whether it acquired, and when it came.
+type Timed = (Result<bool, redlease::Error>, Instant);
+
+fn spawn_waiter(sem: Semaphore, permits: u64, wait: Duration) -> tokio::task::JoinHandle<Timed> {
+    tokio::spawn(async move {
+        let r = sem.try_acquire_for(permits, wait).await;
+        (r, Instant::now())
+    })
+}
+
+/// The key is a string of the available count, and every change that frees
+/// permits publishes the new count on `redisson_sc:{name}`, as Redisson.
+#[tokio::test]
+async fn layout_and_messages_are_redissons() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    for name in [
+        unique("sem-layout"),
+        format!("{{{}}}:jobs", unique("sem-layout")),
+    ] {
+        let channel = layout::semaphore_channel(&name);
+        if name.contains('{') {
+            assert_eq!(channel, format!("redisson_sc:{name}"));
+        } else {
+            assert_eq!(channel, format!("redisson_sc:{{{name}}}"));
+        }
+        let messages = listen_until(server, channel.clone(), "end");
+        let sem = c.semaphore(&name);
+        assert!(sem.try_set_permits(3).await.unwrap());
+        assert_eq!(get(server, &name).as_deref(), Some("3"));
+        let kind: String = redis::cmd("TYPE")
+            .arg(&name)
+            .query(&mut server.connection())
+            .unwrap();
+        assert_eq!(kind, "string");
+        assert!(!sem.try_set_permits(5).await.unwrap(), "set twice");
+        assert!(sem.try_acquire(2).await.unwrap());
+        assert_eq!(get(server, &name).as_deref(), Some("1"));
+        sem.release(1).await.unwrap();
+        assert_eq!(get(server, &name).as_deref(), Some("2"));
+        sem.add_permits(-1).await.unwrap();
+        sem.set_permits(4).await.unwrap();
+        assert_eq!(get(server, &name).as_deref(), Some("4"));
+        assert_eq!(sem.available_permits().await.unwrap(), 4);
+        publish(server, &channel, "end");
+        // An acquire publishes nothing; everything else the new count.
+        assert_eq!(messages.await.unwrap(), ["3", "2", "1", "4"], "{name}");
+    }
+}
+
+/// A one-shot acquire of more than is available answers false and takes
+/// nothing; a timed one gives up at its deadline.
+#[tokio::test]
+async fn busy_semaphore_answers_false() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("sem-busy");
+    let sem = c.semaphore(&name);
+    assert!(
+        !sem.try_acquire(1).await.unwrap(),
+        "a missing key has no permits"
+    );
+    assert!(!exists(server, &name), "a failed acquire wrote");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(!sem.try_acquire(2).await.unwrap());
+    assert!(sem.try_acquire(1).await.unwrap());
+    assert!(!sem.try_acquire(1).await.unwrap());
+    let started = Instant::now();
+    assert!(
+        !sem.try_acquire_for(1, Duration::from_millis(150))
+            .await
+            .unwrap()
+    );
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(150), "{waited:?}");
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+}
+
+/// 30 tasks over three clients share 3 permits: never more than 3 holders
+/// at once, and every task gets its turn well within its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_holders_than_permits_across_clients() {
+    let clients = [client().await, client().await, client().await];
+    let name = unique("sem-limit");
+    assert!(
+        clients[0]
+            .semaphore(&name)
+            .try_set_permits(3)
+            .await
+            .unwrap()
+    );
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let sem = clients[i % 3].semaphore(&name);
+        let (holders, most) = (holders.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..3 {
+                assert!(
+                    sem.try_acquire_for(1, Duration::from_secs(8))
+                        .await
+                        .unwrap(),
+                    "waited 8 s for a permit"
+                );
+                let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                sem.release(1).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} holders of 3 permits");
+    assert!(most >= 2, "the permits were never shared ({most} at most)");
+    assert_eq!(
+        clients[1]
+            .semaphore(&name)
+            .available_permits()
+            .await
+            .unwrap(),
+        3,
+        "permits lost or made"
+    );
+    let took = started.elapsed();
+    println!("90 acquisitions of 3 permits by 30 tasks in 3 clients: {took:?}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+/// A sleeping waiter is woken by a release from another client and by
+/// Redisson's release played with raw commands (`INCRBY` + `PUBLISH`);
+/// prints the median time from the release call to the acquisition.
+#[tokio::test]
+async fn waiter_wakes_on_release_from_redlease_and_redisson() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let mut ours = Vec::new();
+    let mut java = Vec::new();
+    for round in 0..24 {
+        let name = unique("sem-wake");
+        let waiter = spawn_waiter(b.semaphore(&name), 1, Duration::from_secs(5));
+        until_subscribed(server, &layout::semaphore_channel(&name), 1).await;
+        // Past its retry after subscribing: asleep on the channel.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let released = Instant::now();
+        if round % 2 == 0 {
+            a.semaphore(&name).release(1).await.unwrap();
+        } else {
+            java_release(server, &name, 1);
+        }
+        let (acquired, at) = tokio::time::timeout(Duration::from_secs(6), waiter)
+            .await
+            .expect("waiter still waiting")
+            .unwrap();
+        assert!(acquired.unwrap(), "round {round}: not woken by the release");
+        let latency = at - released;
+        assert!(
+            latency < Duration::from_secs(1),
+            "round {round}: {latency:?}"
+        );
+        if round % 2 == 0 {
+            ours.push(latency);
+        } else {
+            java.push(latency);
+        }
+        assert_eq!(get(server, &name).as_deref(), Some("0"));
+    }
+    let (ours, java) = (median(&mut ours), median(&mut java));
+    println!("semaphore wake latency p50: redlease release {ours:?}, redisson release {java:?}");
+    assert!(ours < Duration::from_millis(100), "{ours:?}");
+    assert!(java < Duration::from_millis(100), "{java:?}");
+}
+
+/// A waiter for 2 permits, asleep first, does not keep a waiter for 1
+/// behind it asleep when a single permit is released: it passes the
+/// wake-up on.
+#[tokio::test]
+async fn a_large_request_does_not_starve_a_small_one() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let name = unique("sem-short");
+    let channel = layout::semaphore_channel(&name);
+    let large = spawn_waiter(b.semaphore(&name), 2, Duration::from_secs(6));
+    until_subscribed(server, &channel, 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let small = spawn_waiter(b.semaphore(&name), 1, Duration::from_secs(6));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let released = Instant::now();
+    a.semaphore(&name).release(1).await.unwrap();
+    let (acquired, at) = tokio::time::timeout(Duration::from_secs(7), small)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(acquired.unwrap());
+    let after = at - released;
+    assert!(
+        after < Duration::from_secs(1),
+        "the small waiter slept {after:?}"
+    );
+    assert!(
+        !large.is_finished(),
+        "the large waiter gave up or acquired 1 permit"
+    );
+    a.semaphore(&name).release(2).await.unwrap();
+    let (acquired, _) = tokio::time::timeout(Duration::from_secs(7), large)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(acquired.unwrap());
+    assert_eq!(get(server, &name).as_deref(), Some("0"));
+}
+
+/// Redisson's acquire and release scripts and ours share the permits, and
+/// our release publishes what a Redisson waiter wakes on.
+#[tokio::test]
+async fn redisson_and_redlease_share_the_permits() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("sem-interop");
+    let sem = c.semaphore(&name);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(
+        java_acquire(server, &name, 1),
+        "java could not take our permit"
+    );
+    assert!(
+        !sem.try_acquire(1).await.unwrap(),
+        "both hold the only permit"
+    );
+    assert!(!java_acquire(server, &name, 1));
+    let messages = listen_until(server, layout::semaphore_channel(&name), "end");
+    sem.release(1).await.unwrap();
+    assert!(
+        java_acquire(server, &name, 1),
+        "java could not take our release"
+    );
+    assert!(!sem.try_acquire(1).await.unwrap());
+    java_release(server, &name, 1);
+    assert!(
+        sem.try_acquire(1).await.unwrap(),
+        "we could not take java's release"
+    );
+    publish(server, &layout::semaphore_channel(&name), "end");
+    // What Redisson's `SemaphorePubSub` reads: the new count, as a long.
+    assert_eq!(messages.await.unwrap(), ["1", "1"]);
+}
+
+/// Drives `fut` for `polls` polls; returns its output if it finished.
+async fn poll_n<F: Future>(fut: &mut Pin<Box<F>>, polls: usize) -> Option<F::Output> {
+    for _ in 0..polls {
+        tokio::select! {
+            biased;
+            out = fut.as_mut() => return Some(out),
+            _ = std::future::ready(()) => {}
+        }
+        tokio::task::yield_now().await;
+    }
+    None
+}
+
+/// How many `SCRIPT LOAD`s the server has run (`INFO commandstats`).
+fn script_loads(server: &RedisServer) -> u64 {
+    command_calls(server, "cmdstat_script|load:calls=")
+}
+
+fn command_calls(server: &RedisServer, stat: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connection())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(stat))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+fn flush_scripts(server: &RedisServer) {
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .exec(&mut server.connection())
+        .unwrap();
+}
+
+/// Acquires dropped after any number of polls, with free permits (the
+/// attempt's script runs after the drop, and its permits must come back),
+/// and releases dropped after their first poll (which must still
+/// release): the number of permits is conserved. The scripts are flushed
+/// before each round, so the call needs a `SCRIPT LOAD` and a second
+/// `EVALSHA` after the first poll.
+#[tokio::test]
+async fn cancelled_acquires_and_releases_conserve_permits() {
+    // Its own server: its scripts are flushed.
+    let server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("sem-cancel");
+    let sem = c.semaphore(&name);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let mut cancelled = 0;
+    for polls in 0..30 {
+        flush_scripts(&server);
+        let loads = script_loads(&server);
+        let mut acquire = Box::pin(sem.acquire(1));
+        match poll_n(&mut acquire, polls).await {
+            Some(r) => {
+                r.unwrap();
+                sem.release(1).await.unwrap();
+            }
+            None => cancelled += 1,
+        }
+        drop(acquire);
+        // Once polled, the acquire runs and takes the permit (loading its
+        // script), then the permit comes back, by the release above or by
+        // the give-back (loading the release script): a value read before
+        // both reached Redis would prove nothing.
+        let expected = if polls == 0 { loads } else { loads + 2 };
+        let back = eventually(Duration::from_secs(2), || {
+            script_loads(&server) >= expected && get(&server, &name).as_deref() == Some("1")
+        });
+        assert!(
+            back.await.is_some(),
+            "after {polls} polls: {:?}, {} script loads of {expected}",
+            get(&server, &name),
+            script_loads(&server)
+        );
+    }
+    assert!(cancelled > 1, "no acquire was cancelled after it was sent");
+
+    for polls in 1..4 {
+        assert!(sem.try_acquire(1).await.unwrap());
+        flush_scripts(&server);
+        let mut release = Box::pin(sem.release(1));
+        if poll_n(&mut release, polls).await.is_none() {
+            drop(release);
+        }
+        let back = eventually(Duration::from_secs(2), || {
+            get(&server, &name).as_deref() == Some("1")
+        });
+        assert!(
+            back.await.is_some(),
+            "release dropped after {polls} polls was lost"
+        );
+    }
+}
+
+/// A sleeping waiter woken by a release and dropped after 0 to 3 more
+/// polls: at 1 its acquire is on its way (the script then takes the
+/// permit for nobody, and must give it back). The released permit is never
+/// lost, and the waiters leave the channel.
+#[tokio::test]
+async fn cancelled_woken_waiters_conserve_permits() {
+    // Its own server: its EVALSHAs are counted.
+    let server = &RedisServer::start();
+    let (a, b) = (
+        redlease::Client::connect(&server.url()).await.unwrap(),
+        redlease::Client::connect(&server.url()).await.unwrap(),
+    );
+    let name = unique("sem-cancel-wait");
+    let channel = layout::semaphore_channel(&name);
+    let (sem, releaser) = (b.semaphore(&name), a.semaphore(&name));
+    let mut took = 0;
+    for polls in 0..4 {
+        assert!(!sem.try_acquire(1).await.unwrap(), "not empty");
+        let mut waiter = Box::pin(sem.try_acquire_for(1, Duration::from_secs(5)));
+        // Polled (not spawned), so that it runs only when polled here:
+        // subscribed, then retried, then asleep on the channel.
+        let started = Instant::now();
+        while subscribers(server, &channel) < 1 {
+            assert!(poll_n(&mut waiter, 1).await.is_none());
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            assert!(started.elapsed() < Duration::from_secs(2), "not subscribed");
+        }
+        for _ in 0..10 {
+            assert!(poll_n(&mut waiter, 1).await.is_none());
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        releaser.release(1).await.unwrap();
+        let calls = evalsha_calls(server);
+        // The message reaches the client, which wakes the waiter; it runs
+        // only when polled.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(r) = poll_n(&mut waiter, polls).await {
+            assert!(r.unwrap());
+            took += 1;
+            sem.release(1).await.unwrap();
+        }
+        drop(waiter);
+        // Polled after its wake-up, the waiter's acquire runs and takes
+        // the permit, which comes back by the release above or by the
+        // give-back: a value read before both reached Redis would prove
+        // nothing.
+        let expected = if polls == 0 { calls } else { calls + 2 };
+        let back = eventually(Duration::from_secs(2), || {
+            evalsha_calls(server) >= expected && get(server, &name).as_deref() == Some("1")
+        });
+        assert!(
+            back.await.is_some(),
+            "dropped after {polls} polls: {:?}",
+            get(server, &name)
+        );
+        assert!(sem.try_acquire(1).await.unwrap());
+    }
+    assert!(took < 3, "no waiter was dropped after it woke");
+    let left = eventually(Duration::from_secs(2), || {
+        subscribers(server, &channel) == 0
+    });
+    assert!(left.await.is_some(), "subscription left on {channel}");
+}
+
+/// Zero or too many permits are refused before anything is sent; a key of
+/// another type, a string that is not an integer and a negative count are
+/// typed errors, and nothing is written over them.
+#[tokio::test]
+async fn bad_input_gives_typed_errors() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("sem-bad");
+    let sem = c.semaphore(&name);
+    let too_many = redlease::MAX_COUNT + 1;
+    for e in [
+        sem.try_acquire(0).await.unwrap_err(),
+        sem.try_acquire_for(0, Duration::from_secs(1))
+            .await
+            .unwrap_err(),
+        sem.acquire(0).await.unwrap_err(),
+        sem.release(0).await.unwrap_err(),
+        sem.try_acquire(too_many).await.unwrap_err(),
+        sem.release(u64::MAX).await.unwrap_err(),
+        sem.try_set_permits(too_many).await.unwrap_err(),
+        sem.set_permits(too_many).await.unwrap_err(),
+        sem.add_permits(i64::MIN).await.unwrap_err(),
+        c.semaphore("").try_acquire(1).await.unwrap_err(),
+    ] {
+        assert!(e.is_invalid_argument(), "{e}");
+    }
+    assert_eq!(
+        sem.try_acquire(0).await.unwrap_err().to_string(),
+        "permits must be at least 1, but found 0"
+    );
+    assert!(!exists(server, &name), "a refused call wrote");
+
+    // Another type: left as it is.
+    redis::cmd("HSET")
+        .arg(&name)
+        .arg("f")
+        .arg("v")
+        .exec(&mut server.connection())
+        .unwrap();
+    for e in [
+        sem.try_acquire(1).await.unwrap_err(),
+        sem.try_acquire_for(1, Duration::from_secs(5))
+            .await
+            .unwrap_err(),
+        sem.release(1).await.unwrap_err(),
+        sem.add_permits(1).await.unwrap_err(),
+        sem.set_permits(1).await.unwrap_err(),
+        sem.try_set_permits(1).await.unwrap_err(),
+        sem.available_permits().await.unwrap_err(),
+    ] {
+        assert!(e.is_wrong_type(), "{e}");
+        assert!(e.to_string().starts_with("semaphore key"), "{e}");
+    }
+    let field: Option<String> = redis::cmd("HGET")
+        .arg(&name)
+        .arg("f")
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(field.as_deref(), Some("v"));
+
+    // A string that is not an integer: left as it is.
+    for value in ["abc", "1.5", " 2", "+3"] {
+        set(server, &name, value);
+        let started = Instant::now();
+        for e in [
+            sem.try_acquire(1).await.unwrap_err(),
+            sem.try_acquire_for(1, Duration::from_secs(5))
+                .await
+                .unwrap_err(),
+            sem.release(1).await.unwrap_err(),
+            sem.add_permits(1).await.unwrap_err(),
+            sem.set_permits(1).await.unwrap_err(),
+            sem.try_set_permits(1).await.unwrap_err(),
+            sem.available_permits().await.unwrap_err(),
+        ] {
+            assert!(e.is_invalid_count(), "{value:?}: {e}");
+            assert_eq!(e.key(), Some(name.as_str()));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "a bad value was waited on"
+        );
+        assert_eq!(get(server, &name).as_deref(), Some(value));
+    }
+
+    // A negative count, as Redisson's `addPermits` may leave.
+    set(server, &name, "3");
+    sem.add_permits(-5).await.unwrap();
+    assert_eq!(get(server, &name).as_deref(), Some("-2"));
+    let e = sem.available_permits().await.unwrap_err();
+    assert!(e.is_invalid_count(), "{e}");
+    assert!(
+        e.to_string().contains("found -2") && e.to_string().contains("2 must be released"),
+        "{e}"
+    );
+    assert!(!sem.try_acquire(1).await.unwrap());
+    sem.release(3).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+}
