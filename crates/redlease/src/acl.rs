@@ -16,7 +16,12 @@
 //! `redisson_lock__channel:{orders:1}` (also passed to the release script
 //! as a key), `redisson_lock_token:{...}`, and for fair locks
 //! `redisson_lock_queue:{...}`, `redisson_lock_timeout:{...}` and the
-//! waiter channels `redisson_lock__channel:{...}:<owner>`. A name that
+//! waiter channels `redisson_lock__channel:{...}:<owner>`; for the rest of
+//! Redisson's family, `redisson_rwlock:{...}` and the read holds' timeout
+//! keys `{orders:1}:<owner>:rwlock_timeout:<i>` (read-write locks),
+//! `redisson_sc:{...}` (semaphores) and `{orders:1}:timeout` (expirable
+//! semaphores), and `redisson_countdownlatch__channel__{...}` (latches,
+//! braced whatever the name). A name that
 //! carries its own `{tag}` derives `prefix:name` without added braces. The
 //! rules grant those patterns for each prefix, the commands the scripts
 //! run inside Redis (read from the scripts themselves, so they cannot
@@ -37,20 +42,21 @@ use std::fmt;
 
 use crate::error::Error;
 use crate::layout::{
-    CHANNEL_PREFIX, QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
+    CHANNEL_PREFIX, LATCH_CHANNEL_PREFIX, QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX,
+    SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
 };
 
 /// What the user may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Access {
-    /// Take, wait for, renew and release locks, plain and fair, with
-    /// fencing tokens: what a service needs.
+    /// Take, wait for, renew and release locks (plain, fair, read-write)
+    /// with fencing tokens, and use semaphores and latches: what a service
+    /// needs.
     Locks,
     /// Also read every lock's state and force an unlock: what `redlease
     /// inspect` and `redlease unlock --force` need (`SCAN`, `TYPE`,
-    /// `HGETALL`, ..., and Redisson's read-write lock channel, which a
-    /// forced unlock of a read-write lock publishes on).
+    /// `HGETALL`, ...).
     Admin,
 }
 
@@ -138,12 +144,13 @@ pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Resu
     commands.dedup();
     args.extend(commands.into_iter().map(|c| format!("+{c}")));
 
-    let mut derived = vec![CHANNEL_PREFIX, TOKEN_PREFIX, QUEUE_PREFIX, TIMEOUT_PREFIX];
-    let mut channels = vec![CHANNEL_PREFIX];
-    if access == Access::Admin {
-        derived.push(RWLOCK_CHANNEL_PREFIX);
-        channels.push(RWLOCK_CHANNEL_PREFIX);
-    }
+    // Channels are passed to the scripts as keys too.
+    let channels = [
+        CHANNEL_PREFIX,
+        RWLOCK_CHANNEL_PREFIX,
+        SEMAPHORE_CHANNEL_PREFIX,
+    ];
+    let derived = [TOKEN_PREFIX, QUEUE_PREFIX, TIMEOUT_PREFIX];
     let mut keys = Vec::new();
     let mut chans = Vec::new();
     for prefix in prefixes {
@@ -151,12 +158,21 @@ pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Resu
         check_word("lock name prefix", prefix)?;
         let glob = escape_glob(prefix);
         keys.push(format!("~{glob}*"));
-        for d in &derived {
+        // Keys named by Redisson's `suffixName` (a read hold's timeout
+        // keys, an expirable semaphore's permits): `{name}:...`, or
+        // `name:...` (matched above) when the name has its own tag.
+        if !prefix.contains('{') {
+            keys.push(format!("~{{{glob}*"));
+        }
+        for d in derived.iter().chain(&channels) {
             keys.extend(derived_patterns(d, prefix, &glob).map(|p| format!("~{p}")));
         }
         for c in &channels {
             chans.extend(derived_patterns(c, prefix, &glob).map(|p| format!("&{p}")));
         }
+        // A latch's channel is braced whatever the name.
+        keys.push(format!("~{LATCH_CHANNEL_PREFIX}{{{glob}*"));
+        chans.push(format!("&{LATCH_CHANNEL_PREFIX}{{{glob}*"));
     }
     args.extend(keys);
     args.extend(chans);
@@ -242,6 +258,13 @@ mod tests {
             "~redisson_lock_timeout:orders:*{*",
             "&redisson_lock__channel:{orders:*",
             "&redisson_lock__channel:orders:*{*",
+            "~{orders:*",
+            "~redisson_rwlock:{orders:*",
+            "&redisson_rwlock:{orders:*",
+            "~redisson_sc:{orders:*",
+            "&redisson_sc:orders:*{*",
+            "~redisson_countdownlatch__channel__{orders:*",
+            "&redisson_countdownlatch__channel__{orders:*",
             "+evalsha",
             "+script|load",
             "+hincrby",
@@ -269,19 +292,12 @@ mod tests {
                 "{never} granted: {args:?}"
             );
         }
-        assert!(!args.iter().any(|a| a.contains("rwlock")));
     }
 
     #[test]
     fn admin_adds_what_inspect_and_a_forced_unlock_need() {
         let args = rules(&["a"], Access::Admin);
-        for wanted in [
-            "+scan",
-            "+type",
-            "+hgetall",
-            "~redisson_rwlock:{a*",
-            "&redisson_rwlock:{a*",
-        ] {
+        for wanted in ["+scan", "+type", "+hgetall"] {
             assert!(args.iter().any(|a| a == wanted), "{wanted} missing");
         }
     }
@@ -291,7 +307,14 @@ mod tests {
         let args = rules(&["{tenant-7}:"], Access::Locks);
         assert!(args.contains(&"~{tenant-7}:*".to_owned()));
         assert!(args.contains(&"~redisson_lock_token:{tenant-7}:*".to_owned()));
-        assert!(!args.iter().any(|a| a.contains("{{")));
+        assert!(!args.contains(&"~{{tenant-7}:*".to_owned()));
+        // Only a latch's channel adds braces to a tagged name.
+        assert!(
+            args.iter()
+                .filter(|a| a.contains("{{"))
+                .all(|a| a.contains(LATCH_CHANNEL_PREFIX)),
+            "{args:?}"
+        );
     }
 
     #[test]

@@ -187,3 +187,70 @@ async fn the_admin_rules_let_an_operator_inspect_and_force_unlock() {
         .unwrap_err();
     assert!(err.is_auth(), "{err:?}");
 }
+
+/// The rest of Redisson's family on the granted prefix: read-write locks
+/// (their timeout keys, renewal and channel), semaphores, expirable
+/// semaphores (their permit zset) and latches (whose channel is braced
+/// whatever the name), each woken across clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix() {
+    let server = RedisServer::start();
+    create_user(&server, "svc", &[PREFIX], Access::Locks);
+    let watchdog = Duration::from_millis(600);
+    let (a, b) = (
+        client_as(&server, "svc", watchdog).await,
+        client_as(&server, "svc", watchdog).await,
+    );
+    for name in [
+        unique("orders:rw"),
+        format!("{PREFIX}{{{}}}", unique("rwtag")),
+    ] {
+        let read = a.read_write_lock(&name).read().try_lock().await.unwrap();
+        let writer = tokio::spawn({
+            let write = b.read_write_lock(&name).write();
+            async move { write.try_lock_for(Duration::from_secs(10)).await }
+        });
+        // Renewal rounds of the read hold and its timeout keys.
+        tokio::time::sleep(watchdog).await;
+        assert!(!read.is_lost());
+        read.unlock().await.unwrap();
+        writer.await.unwrap().unwrap().unlock().await.unwrap();
+    }
+
+    let name = unique("orders:sem");
+    let sem = a.semaphore(&name);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.unwrap());
+    let waiter = tokio::spawn({
+        let sem = b.semaphore(&name);
+        async move { sem.try_acquire_for(1, Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sem.release(1).await.unwrap();
+    assert!(waiter.await.unwrap().unwrap());
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+
+    let name = unique("orders:permits");
+    let permits = a.expirable_semaphore(&name);
+    assert!(permits.try_set_permits(1).await.unwrap());
+    let held = permits.try_acquire().await.unwrap();
+    let waiter = tokio::spawn({
+        let permits = b.expirable_semaphore(&name);
+        async move { permits.try_acquire_for(Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(watchdog).await;
+    assert!(!held.is_lost());
+    held.release().await.unwrap();
+    waiter.await.unwrap().unwrap().release().await.unwrap();
+
+    let name = unique("orders:latch");
+    let latch = a.count_down_latch(&name);
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiter = tokio::spawn({
+        let latch = b.count_down_latch(&name);
+        async move { latch.wait_for(Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    latch.count_down().await.unwrap();
+    assert!(waiter.await.unwrap().unwrap());
+}
