@@ -20,13 +20,10 @@ pub enum ErrorKind {
     NotOwner,
     /// A lock name, lease or option was rejected before anything was sent.
     InvalidArgument,
-    /// The lock key holds a Redis value that is not a lock (`WRONGTYPE`).
+    /// The key holds a Redis value that is not the structure asked for
+    /// (`WRONGTYPE`): not a lock hash, or, for a semaphore or a latch, not
+    /// a string holding an integer.
     WrongType,
-    /// A semaphore's or a count-down latch's key holds a string that is
-    /// not a count it can use: not an integer, or a negative number where
-    /// a count is reported (a semaphore whose permits were taken below
-    /// zero by a negative `add_permits`).
-    InvalidCount,
     /// The server refused our credentials, demands them, or denies this
     /// user the lock commands (`WRONGPASS`, `NOAUTH`, ACL `NOPERM`).
     Auth,
@@ -127,9 +124,11 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
-    /// The string in `key` is not a count: `message` says what it holds.
-    pub(crate) fn invalid_count(key: &str, message: impl Into<String>) -> Error {
-        Error::new(ErrorKind::InvalidCount, message).with_key(key)
+    /// The key holds a value that is not the structure asked for (a
+    /// string that is not an integer where a count belongs): `message` says
+    /// what it holds. Reported as [`ErrorKind::WrongType`].
+    pub(crate) fn not_a_count(key: &str, message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::WrongType, message).with_key(key)
     }
 
     pub(crate) fn with_key(mut self, key: &str) -> Error {
@@ -170,17 +169,11 @@ impl Error {
         self.inner.kind == ErrorKind::InvalidArgument
     }
 
-    /// Returns true if and only if the lock key holds a value that is not a
-    /// lock hash.
+    /// Returns true if and only if the key holds a value that is not the
+    /// structure asked for: not a lock hash, or, for a semaphore or a
+    /// latch, not a string holding an integer. Nothing was written.
     pub fn is_wrong_type(&self) -> bool {
         self.inner.kind == ErrorKind::WrongType
-    }
-
-    /// Returns true if and only if a semaphore's or a count-down latch's
-    /// key holds a string that is not a usable count (not an integer, or
-    /// negative where a count is reported); nothing was written.
-    pub fn is_invalid_count(&self) -> bool {
-        self.inner.kind == ErrorKind::InvalidCount
     }
 
     /// Returns true if and only if Redis rejected or demanded credentials,

@@ -91,9 +91,8 @@ impl CountDownLatch {
     /// (see "On a cluster" above), a `count` of 0 (a latch at zero is open:
     /// there is nothing to arm) or above [`MAX_COUNT`](crate::MAX_COUNT);
     /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
-    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
-    /// string that is not an integer; connection and server errors as they
-    /// come.
+    /// type or a string that is not an integer; connection and server
+    /// errors as they come.
     ///
     /// # Cancel safety
     ///
@@ -147,10 +146,9 @@ impl CountDownLatch {
     ///
     /// # Errors
     ///
-    /// [`is_invalid_count`](Error::is_invalid_count) when the key holds a
-    /// string that is not an integer, or a negative one (which no count-down
-    /// leaves behind: it deletes the key at zero);
-    /// [`is_wrong_type`](Error::is_wrong_type) for a key of another type;
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds a string
+    /// that is not an integer, a negative one (which no count-down leaves
+    /// behind: it deletes the key at zero), or a key of another type;
     /// connection and server errors as they come.
     ///
     /// # Cancel safety
@@ -160,7 +158,7 @@ impl CountDownLatch {
         let conn = self.conn()?;
         let count = self.read(conn).await?;
         u64::try_from(count).map_err(|_| {
-            Error::invalid_count(
+            Error::not_a_count(
                 &self.name,
                 format!(
                     "expected the count of latch {:?} to be at least 0, but found {count}",
@@ -185,9 +183,8 @@ impl CountDownLatch {
     ///
     /// # Errors
     ///
-    /// [`is_wrong_type`](Error::is_wrong_type),
-    /// [`is_invalid_count`](Error::is_invalid_count) (a string that is not
-    /// an integer) and a bad name end the wait; lost connections and
+    /// [`is_wrong_type`](Error::is_wrong_type) (including a string that is
+    /// not an integer) and a bad name end the wait; lost connections and
     /// time-outs are retried until the timeout, and then reported as they
     /// are.
     ///
@@ -289,7 +286,7 @@ impl CountDownLatch {
     }
 
     fn not_a_count(&self) -> Error {
-        Error::invalid_count(
+        Error::not_a_count(
             &self.name,
             format!(
                 "latch key {:?} holds a string that is not an integer; expected the count \

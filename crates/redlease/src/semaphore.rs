@@ -85,9 +85,8 @@ impl Semaphore {
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name or
     /// more than [`MAX_COUNT`](crate::MAX_COUNT) permits;
     /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
-    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
-    /// string that is not an integer; connection and server errors as they
-    /// come.
+    /// type or a string that is not an integer; connection and server
+    /// errors as they come.
     ///
     /// # Cancel safety
     ///
@@ -159,40 +158,27 @@ impl Semaphore {
         self.changed(conn, call).instrument(span).await
     }
 
-    /// The number of permits available now (a missing key is 0). With other
-    /// clients acquiring and releasing, it may have changed by the time it
-    /// is returned.
+    /// The number of permits available now (a missing key is 0). Negative
+    /// when [`add_permits`](Semaphore::add_permits) removed more than there
+    /// were, as Redisson allows: that many must be released before any can
+    /// be acquired. With other clients acquiring and releasing, it may have
+    /// changed by the time it is returned.
     ///
     /// # Errors
     ///
-    /// [`is_invalid_count`](Error::is_invalid_count) when the key holds a
-    /// string that is not an integer, or a negative count (more permits
-    /// were removed with [`add_permits`](Semaphore::add_permits) than there
-    /// were; the message says how many must be released before any can be
-    /// acquired); [`is_wrong_type`](Error::is_wrong_type) for a key of
-    /// another type; connection and server errors as they come.
+    /// [`is_wrong_type`](Error::is_wrong_type) when the key holds a string
+    /// that is not an integer, or a key of another type; connection and
+    /// server errors as they come.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: a read only.
-    pub async fn available_permits(&self) -> Result<u64, Error> {
+    pub async fn available_permits(&self) -> Result<i64, Error> {
         let conn = self.conn()?;
-        let available = count::get(conn, &self.name)
+        count::get(conn, &self.name)
             .await
             .map_err(|e| self.error(e.into()))?
-            .ok_or_else(|| self.not_a_count())?;
-        u64::try_from(available).map_err(|_| {
-            Error::invalid_count(
-                &self.name,
-                format!(
-                    "expected a number of available permits in semaphore {:?}, but found \
-                     {available}: more were removed than it had, and {} must be released \
-                     before any can be acquired",
-                    self.name,
-                    available.unsigned_abs()
-                ),
-            )
-        })
+            .ok_or_else(|| self.not_a_count())
     }
 
     /// Makes one attempt to take `permits` permits. Returns true if and only
@@ -203,9 +189,8 @@ impl Semaphore {
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name, 0
     /// permits or more than [`MAX_COUNT`](crate::MAX_COUNT);
     /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
-    /// type; [`is_invalid_count`](Error::is_invalid_count) when it holds a
-    /// string that is not an integer; connection and server errors as they
-    /// come. Nothing is taken when an error is returned, except as below.
+    /// type or a string that is not an integer; connection and server
+    /// errors as they come. Nothing is taken when an error is returned, except as below.
     ///
     /// # Cancel safety
     ///
@@ -410,7 +395,7 @@ impl Semaphore {
     }
 
     fn not_a_count(&self) -> Error {
-        Error::invalid_count(
+        Error::not_a_count(
             &self.name,
             format!(
                 "semaphore key {:?} holds a string that is not an integer; expected the number \

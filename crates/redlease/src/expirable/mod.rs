@@ -111,8 +111,8 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name,
-    /// or `permits` negative or above `i32::MAX` (Redisson reads the count
-    /// as a Java `int`); [`is_wrong_type`](Error::is_wrong_type) when the
+    /// or `permits` above `i32::MAX` (Redisson reads the count as a Java
+    /// `int`); [`is_wrong_type`](Error::is_wrong_type) when the
     /// key holds something other than an integer; connection and server
     /// errors as they come.
     ///
@@ -120,9 +120,9 @@ impl ExpirableSemaphore {
     ///
     /// One script, which runs whole or not at all: dropping the future
     /// leaves the permits set or not, and nothing else.
-    pub async fn try_set_permits(&self, permits: i64) -> Result<bool, Error> {
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
         self.check_name()?;
-        let permits = self.check_count("permits", permits, 0)?;
+        let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
         let conn = self.client.conn();
         let set: i64 = self
             .run(&scripts::try_set(&self.name, permits, conn.publish()))
@@ -142,9 +142,9 @@ impl ExpirableSemaphore {
     /// # Cancel safety
     ///
     /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
-    pub async fn set_permits(&self, permits: i64) -> Result<(), Error> {
+    pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
         self.check_name()?;
-        let permits = self.check_count("permits", permits, 0)?;
+        let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
         let conn = self.client.conn();
         let _: i64 = self
             .run(&scripts::set(&self.name, permits, conn.publish()))

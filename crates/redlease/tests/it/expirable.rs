@@ -156,7 +156,7 @@ fn server_ms(server: &RedisServer) -> i64 {
 /// A semaphore with `permits` set, and its handle on `client`.
 async fn semaphore(client: &redlease::Client, prefix: &str, permits: i64) -> ExpirableSemaphore {
     let semaphore = client.expirable_semaphore(unique(prefix));
-    assert!(semaphore.try_set_permits(permits).await.unwrap());
+    assert!(semaphore.try_set_permits(permits as u64).await.unwrap());
     semaphore
 }
 
@@ -245,7 +245,7 @@ async fn never_more_than_n_permits_in_use() {
     let name = unique("pes-limit");
     assert!(
         a.expirable_semaphore(&name)
-            .try_set_permits(N)
+            .try_set_permits(N as u64)
             .await
             .unwrap()
     );
@@ -721,9 +721,9 @@ async fn bad_input_is_typed() {
     let semaphore = semaphore(&c, "pes-bad", 1).await;
     let name = semaphore.name().to_owned();
     for e in [
-        semaphore.set_permits(-1).await.unwrap_err(),
+        semaphore.set_permits(u64::MAX).await.unwrap_err(),
         semaphore
-            .try_set_permits(i64::from(i32::MAX) + 1)
+            .try_set_permits(u64::from(u32::MAX))
             .await
             .unwrap_err(),
         semaphore

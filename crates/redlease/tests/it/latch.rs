@@ -291,7 +291,7 @@ async fn bad_input_gives_typed_errors() {
         latch.count().await.unwrap_err(),
         latch.wait_for(Duration::from_secs(5)).await.unwrap_err(),
     ] {
-        assert!(e.is_invalid_count(), "{e}");
+        assert!(e.is_wrong_type(), "{e}");
     }
     assert_eq!(get(server, &name).as_deref(), Some("soon"));
     // Deleting is how such a key is cleared.

@@ -549,7 +549,7 @@ async fn bad_input_gives_typed_errors() {
             sem.try_set_permits(1).await.unwrap_err(),
             sem.available_permits().await.unwrap_err(),
         ] {
-            assert!(e.is_invalid_count(), "{value:?}: {e}");
+            assert!(e.is_wrong_type(), "{value:?}: {e}");
             assert_eq!(e.key(), Some(name.as_str()));
         }
         assert!(
@@ -563,12 +563,7 @@ async fn bad_input_gives_typed_errors() {
     set(server, &name, "3");
     sem.add_permits(-5).await.unwrap();
     assert_eq!(get(server, &name).as_deref(), Some("-2"));
-    let e = sem.available_permits().await.unwrap_err();
-    assert!(e.is_invalid_count(), "{e}");
-    assert!(
-        e.to_string().contains("found -2") && e.to_string().contains("2 must be released"),
-        "{e}"
-    );
+    assert_eq!(sem.available_permits().await.unwrap(), -2);
     assert!(!sem.try_acquire(1).await.unwrap());
     sem.release(3).await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 1);
