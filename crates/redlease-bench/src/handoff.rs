@@ -11,8 +11,8 @@
 //! `UNSUBSCRIBE`) from `INFO commandstats`, divided by the acquisitions.
 //!
 //! The same measurement runs on the other exclusive primitives
-//! ([`Primitive`]): the write side of a read-write lock, and a semaphore
-//! with one permit.
+//! ([`Primitive`]): the write side of a read-write lock, a semaphore with
+//! one permit, and an expirable semaphore with one permit.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +32,11 @@ pub(crate) enum Primitive {
     Lock,
     /// `client.read_write_lock(name).write()`.
     Write,
+    /// `client.semaphore(name)` with one permit.
+    Semaphore,
+    /// `client.expirable_semaphore(name)` with one permit (watchdog-renewed
+    /// permits).
+    Expirable,
 }
 
 impl Primitive {
@@ -39,6 +44,8 @@ impl Primitive {
         match self {
             Primitive::Lock => "lock",
             Primitive::Write => "read-write lock, write side",
+            Primitive::Semaphore => "semaphore, 1 permit",
+            Primitive::Expirable => "expirable semaphore, 1 permit",
         }
     }
 }
@@ -46,11 +53,15 @@ impl Primitive {
 /// One task's handle on the primitive.
 enum Handle {
     Lock(redlease::Lock),
+    Semaphore(redlease::Semaphore),
+    Expirable(redlease::ExpirableSemaphore),
 }
 
 /// What a task holds between its acquire and its release.
 enum Held {
     Guard(redlease::LockGuard),
+    Permit(redlease::Semaphore),
+    Expirable(redlease::PermitGuard),
 }
 
 impl Handle {
@@ -58,12 +69,28 @@ impl Handle {
         match primitive {
             Primitive::Lock => Handle::Lock(client.lock(name)),
             Primitive::Write => Handle::Lock(client.read_write_lock(name).write()),
+            Primitive::Semaphore => Handle::Semaphore(client.semaphore(name)),
+            Primitive::Expirable => Handle::Expirable(client.expirable_semaphore(name)),
+        }
+    }
+
+    /// Gives a semaphore its one permit; nothing for a lock.
+    async fn prepare(&self) {
+        match self {
+            Handle::Lock(_) => {}
+            Handle::Semaphore(sem) => sem.set_permits(1).await.expect("set permits"),
+            Handle::Expirable(sem) => sem.set_permits(1).await.expect("set permits"),
         }
     }
 
     async fn acquire(&self) -> Held {
         match self {
             Handle::Lock(lock) => Held::Guard(lock.lock().await.expect("lock")),
+            Handle::Semaphore(sem) => {
+                sem.acquire(1).await.expect("acquire");
+                Held::Permit(sem.clone())
+            }
+            Handle::Expirable(sem) => Held::Expirable(sem.acquire().await.expect("acquire")),
         }
     }
 }
@@ -72,6 +99,8 @@ impl Held {
     async fn release(self) {
         match self {
             Held::Guard(guard) => guard.unlock().await.expect("unlock"),
+            Held::Permit(sem) => sem.release(1).await.expect("release"),
+            Held::Expirable(permit) => permit.release().await.expect("release"),
         }
     }
 }
@@ -110,7 +139,13 @@ pub(crate) async fn run(server: &RedisServer, seconds: u64, waiter_counts: &[usi
     );
     println!("| primitive | waiters | hand-offs | p50 | p99 | max | commands per hand-off |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for primitive in [Primitive::Lock, Primitive::Write] {
+    let primitives = [
+        Primitive::Lock,
+        Primitive::Write,
+        Primitive::Semaphore,
+        Primitive::Expirable,
+    ];
+    for primitive in primitives {
         for &waiters in waiter_counts {
             let r = measure_primitive(
                 Target::Single(server),
@@ -207,6 +242,7 @@ pub(crate) async fn measure_primitive(
     let board = Arc::new(Mutex::new(Board::default()));
     let (acquired_tx, acquired_rx) = watch::channel(0u64);
     let acquired_tx = Arc::new(acquired_tx);
+    Handle::new(primitive, &clients[0], &name).prepare().await;
     let commands_before = client_commands(target);
     let start = Instant::now();
     let mut tasks = Vec::new();
