@@ -234,16 +234,25 @@ async fn layout_reader_reads_a_replica() {
     let guard = c.fair_lock(&name).try_lock().await.unwrap();
     // A waiter that gave up would leave the queue: queue one by hand, as a
     // waiter that died would have left itself.
+    let mut conn = master.connection();
     redis::cmd("RPUSH")
         .arg(redlease::layout::queue_key(&name))
         .arg("gone:1")
-        .exec(&mut master.connection())
+        .exec(&mut conn)
         .unwrap();
-    let _: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(5000)
-        .query(&mut master.connection())
-        .unwrap();
+    // WAIT on the connection that wrote last: the replica has then applied
+    // that write and everything before it (the lock's). A replica still in
+    // its first sync acknowledges nothing yet, which under load lasts a
+    // while.
+    let acked = (0..20).any(|_| {
+        redis::cmd("WAIT")
+            .arg(1)
+            .arg(500)
+            .query::<i64>(&mut conn)
+            .unwrap()
+            >= 1
+    });
+    assert!(acked, "the replica never acknowledged the writes");
     let reader = redlease::Client::connect(&replica.url()).await.unwrap();
     let states = redlease::layout::read(&reader, std::slice::from_ref(&name))
         .await
