@@ -350,7 +350,7 @@ async fn ignored() {}
             problem.message,
             "malformed #[distributed_lock] on `f`, not listed: invalid duration \"soon\": \
              expected integers each followed by a unit (`ms`, `s`, `m` or `h`), like \"15s\" or \
-             \"1m30s\"; unknown option `retries`; expected `key`, `wait`, `lease` or `client`; \
+             \"1m30s\"; unknown option `retries`; expected `key`, `mode`, `wait`, `lease` or `client`; \
              `{nope}` in the key is not an argument of `f`; it takes no arguments"
         );
     }
