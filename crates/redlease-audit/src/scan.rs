@@ -60,6 +60,7 @@ impl Scanner<'_> {
                     function,
                     prefix: args.template.prefix(),
                     key: args.key,
+                    mode: args.mode,
                     wait: args.wait,
                     lease: args.lease,
                     client: args.client,
@@ -196,6 +197,7 @@ mod tests {
             ("120s", Duration::from_secs(120))
         );
         assert_eq!(lock.client, None);
+        assert_eq!(lock.mode, crate::Mode::Plain);
     }
 
     #[test]

@@ -16,6 +16,7 @@ fn verdict(args: &str, function: &str) -> Result<ArgsShape, Vec<String>> {
     let leak = |s: String| &*Box::leak(s.into_boxed_str());
     Ok(ArgsShape {
         key: leak(parsed.key.lit.value()),
+        mode: parsed.mode.as_ref().map(|m| m.value.as_str()),
         wait_ms: millis(&parsed.wait),
         lease_ms: millis(&parsed.lease),
         client: parsed
