@@ -84,6 +84,11 @@ const INSPECT: &[&str] = &[
     "zrangebyscore",
     "zscore",
     "time",
+    // Semaphores and latches: acquired permits, and who waits on them.
+    "getrange",
+    "zcard",
+    "zrange",
+    "pubsub|numsub",
 ];
 
 /// An `ACL SETUSER` command: [`args`](SetUser::args) to send it, or
@@ -151,6 +156,12 @@ pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Resu
         check_word("lock name prefix", prefix)?;
         let glob = escape_glob(prefix);
         keys.push(format!("~{glob}*"));
+        // What inspect reads beside a name by Redisson's suffix rule: a
+        // read-write lock's hold timeouts, an expirable semaphore's
+        // permits (`{name}:...`; a tagged name's are under `~prefix*`).
+        if access == Access::Admin && !prefix.contains('{') {
+            keys.push(format!("~{{{glob}*"));
+        }
         for d in &derived {
             keys.extend(derived_patterns(d, prefix, &glob).map(|p| format!("~{p}")));
         }
@@ -279,6 +290,9 @@ mod tests {
             "+scan",
             "+type",
             "+hgetall",
+            "+zcard",
+            "+pubsub|numsub",
+            "~{a*",
             "~redisson_rwlock:{a*",
             "&redisson_rwlock:{a*",
         ] {

@@ -6,6 +6,9 @@
 //! nothing written), so they work on replicas too; the forced unlock in
 //! [`admin`](crate::admin) reports the same [`LockState`] from its script.
 //!
+//! The same module reads Redisson's semaphores and count-down latch, whose
+//! state is a string integer `name` (see [`StateKind`]), for `inspect`.
+//!
 //! A lock called `name` is the hash `name`. Every other key and channel of
 //! it follows Redisson's `prefixName` rule, so that both libraries compute
 //! the same names and, in a cluster, all of them land in the lock key's
@@ -16,7 +19,9 @@ mod read;
 mod state;
 
 pub use read::{Scan, read, scan};
-pub use state::{Holder, LockState, Problem, ProblemKind, StateKind, Waiter};
+pub use state::{
+    Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,
+};
 
 /// The prefix of a lock's release channel ([`channel`]).
 pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
@@ -28,6 +33,10 @@ pub const QUEUE_PREFIX: &str = "redisson_lock_queue";
 pub const TIMEOUT_PREFIX: &str = "redisson_lock_timeout";
 /// The prefix of a Redisson read-write lock's channel ([`rwlock_channel`]).
 pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
+/// The prefix of a Redisson semaphore's channel ([`semaphore_channel`]).
+pub const SEMAPHORE_CHANNEL_PREFIX: &str = "redisson_sc";
+/// The prefix of a Redisson count-down latch's channel ([`latch_channel`]).
+pub const LATCH_CHANNEL_PREFIX: &str = "redisson_countdownlatch__channel__";
 /// The prefix of Redisson's unlock latches, short-lived keys its release
 /// writes so that a retried unlock returns its first answer.
 pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
@@ -73,6 +82,46 @@ pub fn timeout_key(name: &str) -> String {
 /// `redisson_rwlock:{name}`.
 pub fn rwlock_channel(name: &str) -> String {
     prefixed(RWLOCK_CHANNEL_PREFIX, name)
+}
+
+/// The channel of Redisson's `RSemaphore` and `RPermitExpirableSemaphore`
+/// `name`, `redisson_sc:{name}`, on which releases announce permits.
+pub fn semaphore_channel(name: &str) -> String {
+    prefixed(SEMAPHORE_CHANNEL_PREFIX, name)
+}
+
+/// The channel of Redisson's `RCountDownLatch` `name`:
+/// `redisson_countdownlatch__channel__{name}`, with braces even when the
+/// name has its own (unlike every other prefix here).
+pub fn latch_channel(name: &str) -> String {
+    format!("{LATCH_CHANNEL_PREFIX}{{{name}}}")
+}
+
+/// The acquired permits of Redisson's `RPermitExpirableSemaphore` `name`:
+/// the zset `{name}:timeout` (`name:timeout` when the name has a `{`) of
+/// permit ids scored by their expiry in milliseconds.
+pub fn permits_key(name: &str) -> String {
+    let mut key = read_timeout_base(name);
+    key.push_str(":timeout");
+    key
+}
+
+/// Reads a key name as an expirable semaphore's [`permits_key`]: the
+/// semaphore names it can belong to (first the likelier), or `None`. As
+/// with [`derived_from`], `{a}:timeout` belongs to `a` or to `{a}`; a key
+/// without a `{` is never one.
+pub fn permits_key_owner(key: &str) -> Option<Vec<String>> {
+    let base = key.strip_suffix(":timeout")?;
+    if !base.contains('{') {
+        return None;
+    }
+    let mut names = Vec::new();
+    let inner = base.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
+    if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
+        names.push(inner.to_owned());
+    }
+    names.push(base.to_owned());
+    Some(names)
 }
 
 /// The base of read-write lock `name`'s per-hold timeout keys, Redisson's
@@ -207,6 +256,27 @@ mod tests {
             "{a}:b:u:1:rwlock_timeout"
         );
         assert!(is_redisson_aux(&(read_timeout_prefix("a", "u:1") + ":1")));
+    }
+
+    #[test]
+    fn semaphore_and_latch_names_follow_redisson() {
+        assert_eq!(semaphore_channel("jobs"), "redisson_sc:{jobs}");
+        assert_eq!(semaphore_channel("{t}:jobs"), "redisson_sc:{t}:jobs");
+        assert_eq!(
+            latch_channel("a{b}c"),
+            "redisson_countdownlatch__channel__{a{b}c}"
+        );
+        assert_eq!(permits_key("jobs"), "{jobs}:timeout");
+        assert_eq!(permits_key("{t}:jobs"), "{t}:jobs:timeout");
+        for name in ["jobs", "{t}:jobs"] {
+            assert_eq!(permits_key_owner(&permits_key(name)).unwrap()[0], name);
+        }
+        assert_eq!(
+            permits_key_owner("{jobs}:timeout").unwrap(),
+            ["jobs", "{jobs}"]
+        );
+        assert_eq!(permits_key_owner("session:timeout"), None);
+        assert_eq!(permits_key_owner("{jobs}"), None);
     }
 
     #[test]
