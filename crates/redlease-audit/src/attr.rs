@@ -10,13 +10,14 @@ use syn::parse::Parse;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Meta, Signature};
 
-use crate::model::Timing;
+use crate::model::{Mode, Timing};
 
 /// The arguments of one attribute.
 #[derive(Debug)]
 pub(crate) struct LockArgs {
     pub(crate) key: String,
     pub(crate) template: Template,
+    pub(crate) mode: Mode,
     pub(crate) wait: Option<Timing>,
     pub(crate) lease: Option<Timing>,
     pub(crate) client: Option<String>,
@@ -75,6 +76,11 @@ pub(crate) fn parse(attr: &Attribute, sig: &Signature) -> syn::Result<LockArgs> 
     Ok(LockArgs {
         key: parsed.key.lit.value(),
         template: parsed.key.template,
+        mode: match parsed.mode.map(|m| m.value) {
+            None => Mode::Plain,
+            Some(args::Mode::Read) => Mode::Read,
+            Some(args::Mode::Write) => Mode::Write,
+        },
         wait: parsed.wait.map(timing),
         lease: parsed.lease.map(timing),
         client: parsed.client.as_ref().map(source_text),

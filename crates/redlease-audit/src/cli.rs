@@ -8,7 +8,7 @@ use std::path::PathBuf;
 ///
 /// Each PATH is a file or a directory, walked recursively (skipping target/
 /// and hidden directories). For each lock: its location, function, key,
-/// wait and lease; then warnings (wait not much shorter than the lease, key
+/// mode (plain, or read / write for a read-write lock), wait and lease; then warnings (wait not much shorter than the lease, key
 /// without a `prefix:` namespace, lease far above the others under the same
 /// prefix, lease under 1s). Files that do not parse and malformed
 /// attributes are listed as problems.

@@ -9,6 +9,8 @@
 //! - its location, `file:line` (the file relative to the audited root);
 //! - the function, `name` or `Type::method`, after any inline modules;
 //! - the key template (`sales:receipt:lock:{bill_id}`) and its prefix;
+//! - the mode: `plain` (the lock), or `read` / `write` (a side of the
+//!   read-write lock named by the key, `mode = ".."`);
 //! - the wait (as written and parsed; none means one attempt);
 //! - the lease (as written and parsed; none means watchdog mode, a
 //!   [`WATCHDOG_LEASE`] lease renewed while the function runs);
@@ -73,7 +75,7 @@ mod warnings;
 use std::path::Path;
 
 pub use error::AuditError;
-pub use model::{Audit, Declared, Problem, ProblemKind, Timing, Warning, WarningKind};
+pub use model::{Audit, Declared, Mode, Problem, ProblemKind, Timing, Warning, WarningKind};
 pub use render::render_table;
 pub use warnings::{LEASE_OUTLIER_FACTOR, MIN_FIXED_LEASE, WAIT_LEASE_DIVISOR, WATCHDOG_LEASE};
 

@@ -39,6 +39,9 @@ pub struct Declared {
     pub function: String,
     /// The key template as written, e.g. `sales:receipt:lock:{bill_id}`.
     pub key: String,
+    /// Which lock the key names: the plain lock, or a side of the
+    /// read-write lock (`mode = "read"` / `"write"`).
+    pub mode: Mode,
     /// The namespace the key starts with (the text before the first
     /// placeholder, up to its last `:`); `None` when there is none.
     pub prefix: Option<String>,
@@ -63,6 +66,30 @@ impl Declared {
     /// `file:line`, the location column of the table.
     pub fn location(&self) -> String {
         format!("{}:{}", self.file, self.line)
+    }
+}
+
+/// The lock a declaration takes, by its `mode`; serialized as `plain`,
+/// `read` or `write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// No `mode`: the plain (exclusive) lock.
+    Plain,
+    /// `mode = "read"`: the read side of the read-write lock.
+    Read,
+    /// `mode = "write"`: the write side of the read-write lock.
+    Write,
+}
+
+impl Mode {
+    /// The name used in the table and the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::Read => "read",
+            Self::Write => "write",
+        }
     }
 }
 

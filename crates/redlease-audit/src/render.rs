@@ -10,7 +10,8 @@ use crate::WATCHDOG_LEASE;
 use crate::duration::format;
 use crate::model::Audit;
 
-/// The table: one row per lock (location, function, key, wait, lease), a
+/// The table: one row per lock (location, function, key, mode, wait,
+/// lease), a
 /// `warnings` section, a `problems` section when there are any, and a
 /// closing count. A missing wait reads `one attempt`, a missing lease
 /// `watchdog (30s)`.
@@ -25,6 +26,7 @@ pub fn render_table(audit: &Audit) -> String {
                 lock.location(),
                 lock.function.clone(),
                 lock.key.clone(),
+                lock.mode.as_str().to_owned(),
                 lock.wait
                     .as_ref()
                     .map_or_else(|| "one attempt".to_owned(), |w| w.text.clone()),
@@ -33,7 +35,7 @@ pub fn render_table(audit: &Audit) -> String {
                     .map_or_else(|| watchdog.clone(), |l| l.text.clone()),
             ]
         });
-        let header = ["location", "function", "key", "wait", "lease"];
+        let header = ["location", "function", "key", "mode", "wait", "lease"];
         push_aligned(&mut out, 0, Some(header), rows);
     }
 
@@ -117,15 +119,36 @@ async fn ship(order_id: u64) {}
         assert_eq!(
             table,
             "\
-location      function       key                           wait         lease
-src/lib.rs:2  issue_receipt  sales:receipt:lock:{bill_id}  15s          120s
-src/lib.rs:4  ship           {order_id}                    one attempt  watchdog (30s)
+location      function       key                           mode   wait         lease
+src/lib.rs:2  issue_receipt  sales:receipt:lock:{bill_id}  plain  15s          120s
+src/lib.rs:4  ship           {order_id}                    plain  one attempt  watchdog (30s)
 
 warnings (1):
   src/lib.rs:4  key_without_prefix  ship: key `{order_id}` has no `prefix:` namespace before its first placeholder: locks of unrelated code (and other data in the same redis) can collide with it, and it cannot be grouped or scanned by prefix
 
 2 locks, 1 warning, 0 problems
 "
+        );
+    }
+
+    #[test]
+    fn shows_the_mode_of_each_side() {
+        let table = table_of(
+            r#"
+#[distributed_lock(key = "catalog:prices:{region}", mode = "read", wait = "2s")]
+async fn read_prices(region: &str) {}
+#[distributed_lock(key = "catalog:prices:{region}", mode = "write", lease = "1m")]
+async fn rebuild_prices(region: &str) {}
+"#,
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "location      function        key                      mode   wait         lease",
+                "src/lib.rs:2  read_prices     catalog:prices:{region}  read   2s           watchdog (30s)",
+                "src/lib.rs:4  rebuild_prices  catalog:prices:{region}  write  one attempt  1m",
+            ]
         );
     }
 
@@ -149,11 +172,11 @@ warnings (1):
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[1],
-            "src/lib.rs:1  wide      stock:中文:{sku}  1s    10s"
+            "src/lib.rs:1  wide      stock:中文:{sku}  plain  1s    10s"
         );
         assert_eq!(
             lines[2],
-            "src/lib.rs:3  narrow    stock:ab:{sku}    1s    10s"
+            "src/lib.rs:3  narrow    stock:ab:{sku}    plain  1s    10s"
         );
     }
 }

@@ -60,6 +60,7 @@ impl Scanner<'_> {
                     function,
                     prefix: args.template.prefix(),
                     key: args.key,
+                    mode: args.mode,
                     wait: args.wait,
                     lease: args.lease,
                     client: args.client,
@@ -196,6 +197,7 @@ mod tests {
             ("120s", Duration::from_secs(120))
         );
         assert_eq!(lock.client, None);
+        assert_eq!(lock.mode, crate::Mode::Plain);
     }
 
     #[test]
@@ -350,7 +352,7 @@ async fn ignored() {}
             problem.message,
             "malformed #[distributed_lock] on `f`, not listed: invalid duration \"soon\": \
              expected integers each followed by a unit (`ms`, `s`, `m` or `h`), like \"15s\" or \
-             \"1m30s\"; unknown option `retries`; expected `key`, `wait`, `lease` or `client`; \
+             \"1m30s\"; unknown option `retries`; expected `key`, `mode`, `wait`, `lease` or `client`; \
              `{nope}` in the key is not an argument of `f`; it takes no arguments"
         );
     }

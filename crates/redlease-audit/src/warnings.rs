@@ -186,6 +186,7 @@ mod tests {
             line: 1,
             function: "f".to_owned(),
             key: key.to_owned(),
+            mode: crate::Mode::Plain,
             prefix: template.prefix(),
             wait: wait.map(timing),
             lease: lease.map(timing),

@@ -294,6 +294,7 @@ fn json_shape() {
             "line": 9,
             "function": "BillingService::finalize",
             "key": "billing:invoice:{self.tenant}:{invoice.id}",
+            "mode": "plain",
             "prefix": "billing:invoice",
             "wait": { "text": "5s", "ms": 5000 },
             "lease": null,
@@ -323,13 +324,13 @@ fn table_text() {
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
         lines[0],
-        "location             function                    key                                         wait         lease"
+        "location             function                    key                                         mode   wait         lease"
     );
     assert!(lines.contains(
-        &"src/lib.rs:8         issue_receipt               sales:receipt:lock:{bill_id}                15s          120s"
+        &"src/lib.rs:8         issue_receipt               sales:receipt:lock:{bill_id}                plain  15s          120s"
     ));
     assert!(lines.contains(
-        &"src/billing.rs:9     BillingService::finalize    billing:invoice:{self.tenant}:{invoice.id}  5s           watchdog (30s)"
+        &"src/billing.rs:9     BillingService::finalize    billing:invoice:{self.tenant}:{invoice.id}  plain  5s           watchdog (30s)"
     ));
     assert!(lines.contains(&"warnings (6):"));
     assert!(
@@ -443,4 +444,28 @@ fn binary_output_and_exit_codes() {
         );
         assert!(out.stdout.is_empty());
     }
+}
+
+/// `mode` is listed per lock, as `plain`, `read` or `write` in the JSON.
+#[test]
+fn json_names_the_mode() {
+    let audit = redlease_audit::audit_source(
+        "src/catalog.rs",
+        r#"
+#[distributed_lock(key = "catalog:prices:{region}", mode = "read")]
+async fn read_prices(region: &str) {}
+#[distributed_lock(key = "catalog:prices:{region}", mode = "write")]
+async fn rebuild_prices(region: &str) {}
+#[distributed_lock(key = "catalog:export:{region}")]
+async fn export(region: &str) {}
+"#,
+    );
+    let value = serde_json::to_value(&audit).unwrap();
+    let modes: Vec<&str> = value["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["read", "write", "plain"]);
 }

@@ -90,6 +90,10 @@ fn verdict(audit: &Audit) -> Result<ArgsShape, String> {
             let leak = |s: &str| &*Box::leak(s.replace(' ', "").into_boxed_str());
             Ok(ArgsShape {
                 key: leak(&lock.key),
+                mode: match lock.mode {
+                    redlease_audit::Mode::Plain => None,
+                    mode => Some(mode.as_str()),
+                },
                 wait_ms: ms(&lock.wait),
                 lease_ms: ms(&lock.lease),
                 client: lock.client.as_deref().map(leak),

@@ -12,7 +12,8 @@ use redlease::layout::{self, LockState, StateKind};
 
 use crate::connect::{Target, admin_hint, fail};
 
-/// Lists the locks whose keys match a pattern, with their problems.
+/// Lists the locks (and Redisson semaphores and count-down latches) whose
+/// keys match a pattern, with their problems.
 ///
 /// Walks the keyspace with SCAN (never KEYS), looking at no more than
 /// --limit keys per call; when it stops early it prints the cursor to go on
@@ -25,7 +26,15 @@ use crate::connect::{Target, admin_hint, fail};
 /// scanned and keys that are not locks are counted, not listed), a hold
 /// count that is not a positive integer, and fair-queue entries whose
 /// waiters are gone (deadline passed; listed also when the lock key itself
-/// is gone). Reads only (no scripts), so it also works on a replica.
+/// is gone). A read-write lock shows its mode, its writer and its readers,
+/// each reader with the time to live of its newest hold. A string integer
+/// is a semaphore's available permits or a latch's count, which the key
+/// alone cannot tell apart: it is shown as a `semaphore` or a `latch` when
+/// someone waits on that one's channel, as an `expirable-semaphore` (with
+/// its acquired permits: hex ids and remaining leases) when it has a
+/// `{name}:timeout` zset of permits, else as a `counter` (only with
+/// --pattern: without it such keys are counted with those that are not
+/// locks). Reads only (no scripts), so it also works on a replica.
 #[derive(Debug, clap::Args)]
 pub(crate) struct InspectArgs {
     /// SCAN MATCH pattern (glob) for lock keys, for example 'lock:*'. Every
@@ -78,8 +87,11 @@ pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
     // Scanning everything, most keys are the application's own data: a
     // wrong_type for each would bury the real problems.
     let before = scan.locks.len();
+    // Likewise a string integer with nothing to show it is a semaphore or
+    // a latch: most are the application's own counters.
     if args.pattern.is_none() {
-        scan.locks.retain(|s| s.kind() != StateKind::NotALock);
+        scan.locks
+            .retain(|s| !matches!(s.kind(), StateKind::NotALock | StateKind::Counter));
     }
     let report = Report {
         pattern: pattern.to_owned(),

@@ -33,12 +33,25 @@ use crate::signals::{self, Caught};
 /// watchdog timeout. A CMD that exits with 75 or 76 itself is not told
 /// apart from busy or lost: choose other codes with -E and
 /// --lost-exit-code if it may.
+///
+/// With --read or --write, KEY names a read-write lock (Redisson's
+/// RReadWriteLock) and CMD runs under its read side (shared with other
+/// readers) or its write side (alone); without either, the plain lock. A
+/// plain lock and a read-write lock of the same name exclude each other.
 #[derive(Debug, clap::Args)]
 #[command(after_help = after_help())]
 pub(crate) struct RunArgs {
     /// The lock's name, which is its Redis key.
     #[arg(long, short = 'k', value_name = "KEY")]
     key: String,
+    /// Takes the read side of the read-write lock KEY: runs beside other
+    /// --read runs (and Redisson readers), waits for a writer.
+    #[arg(long, conflicts_with = "write")]
+    read: bool,
+    /// Takes the write side of the read-write lock KEY: runs alone, with no
+    /// reader and no other writer.
+    #[arg(long)]
+    write: bool,
     /// How long to wait while the lock is busy; 0 tries once. Waits as long
     /// as it takes when not given.
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
@@ -83,7 +96,9 @@ pub(crate) struct RunArgs {
 /// and the audit read it from too, then an example.
 fn after_help() -> String {
     format!(
-        "durations: {}\n\nexample: redlease run --key reports:nightly --wait 10s -- ./nightly-report",
+        "durations: {}\n\nexamples:\n  redlease run --key reports:nightly --wait 10s -- ./nightly-report\n  \
+         redlease run --key catalog:prices --write -- ./rebuild-prices\n  \
+         redlease run --key catalog:prices --read --wait 1m -- ./export-prices",
         redlease_grammar::duration::GRAMMAR
     )
 }
@@ -171,7 +186,11 @@ async fn acquire(target: &Target, args: &RunArgs) -> Result<LockGuard, Failure> 
         .client(args.watchdog_timeout)
         .await
         .map_err(Failure::Other)?;
-    let mut lock: Lock = client.lock(&args.key);
+    let mut lock: Lock = match (args.read, args.write) {
+        (true, _) => client.read_write_lock(&args.key).read(),
+        (_, true) => client.read_write_lock(&args.key).write(),
+        _ => client.lock(&args.key),
+    };
     if let Some(lease) = args.lease {
         lock = lock.lease(lease);
     }

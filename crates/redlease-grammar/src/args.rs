@@ -1,8 +1,11 @@
 //! The attribute's argument list, as the macro expands it and the audit
-//! lists it: `key = "..", wait = "..", lease = "..", client = expr`, in any
-//! order, each at most once, `key` required, a trailing comma allowed.
+//! lists it: `key = "..", mode = "..", wait = "..", lease = "..", client =
+//! expr`, in any order, each at most once, `key` required, a trailing comma
+//! allowed.
 //!
 //! * `key`: a string literal holding a [key template](crate::key).
+//! * `mode`: `"read"` or `"write"`, the side of the read-write lock named
+//!   by the key; without it, the plain (exclusive) lock.
 //! * `wait`: a string literal holding a [duration](crate::duration::parse);
 //!   zero is one attempt, as no `wait` is.
 //! * `lease`: a duration over zero and at most [`MAX_LEASE`]; without it
@@ -68,6 +71,8 @@ impl fmt::Debug for RawArgs {
 pub struct LockArgs {
     /// The key.
     pub key: Key,
+    /// `mode`, if given; without it the plain lock.
+    pub mode: Option<ModeArg>,
     /// `wait`, if given.
     pub wait: Option<DurationArg>,
     /// `lease`, if given.
@@ -82,6 +87,33 @@ pub struct Key {
     pub template: Template,
     /// The literal, as written.
     pub lit: LitStr,
+}
+
+/// Which side of a read-write lock a `mode` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The read side: shared with other readers.
+    Read,
+    /// The write side: alone.
+    Write,
+}
+
+impl Mode {
+    /// The value as written in the attribute: `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Read => "read",
+            Mode::Write => "write",
+        }
+    }
+}
+
+/// The `mode` option with the literal it came from.
+pub struct ModeArg {
+    /// The literal, as written.
+    pub lit: LitStr,
+    /// Its value.
+    pub value: Mode,
 }
 
 /// A duration option with the literal it came from.
@@ -121,7 +153,7 @@ impl RawArgs {
             Some(all) => all.combine(e),
             None => errors = Some(e),
         };
-        let (mut key, mut wait, mut lease, mut client) = (None, None, None, None);
+        let (mut key, mut mode, mut wait, mut lease, mut client) = (None, None, None, None, None);
         let mut seen: Vec<String> = Vec::new();
         for Opt { name, value } in self.0 {
             let label = name.to_string();
@@ -138,6 +170,10 @@ impl RawArgs {
                         Ok(template) => key = Some(Key { template, lit }),
                         Err(e) => push(syn::Error::new(lit.span(), e)),
                     },
+                    Err(e) => push(e),
+                },
+                "mode" => match mode_arg(value) {
+                    Ok(arg) => mode = Some(arg),
                     Err(e) => push(e),
                 },
                 "wait" => match duration_arg(value, "wait") {
@@ -162,7 +198,7 @@ impl RawArgs {
                     push(syn::Error::new(
                         name.span(),
                         format!(
-                            "unknown option `{label}`; expected `key`, `wait`, `lease` or `client`"
+                            "unknown option `{label}`; expected `key`, `mode`, `wait`, `lease` or `client`"
                         ),
                     ));
                     continue;
@@ -179,6 +215,7 @@ impl RawArgs {
         match (errors, key) {
             (None, Some(key)) => Ok(LockArgs {
                 key,
+                mode,
                 wait,
                 lease,
                 client,
@@ -205,6 +242,23 @@ fn string_literal(value: Expr, what: &str, example: &str) -> syn::Result<LitStr>
     }
 }
 
+fn mode_arg(value: Expr) -> syn::Result<ModeArg> {
+    let lit = string_literal(value, "`mode`", "\"read\"")?;
+    let value = match lit.value().as_str() {
+        "read" => Mode::Read,
+        "write" => Mode::Write,
+        other => {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!(
+                    "unknown mode {other:?}: expected \"read\" or \"write\" (omit `mode` for the plain lock)"
+                ),
+            ));
+        }
+    };
+    Ok(ModeArg { lit, value })
+}
+
 fn duration_arg(value: Expr, what: &str) -> syn::Result<DurationArg> {
     let lit = string_literal(value, &format!("`{what}`"), "\"15s\"")?;
     match duration::parse(&lit.value()) {
@@ -221,6 +275,7 @@ impl fmt::Debug for LockArgs {
             .map(|expr| expr.to_token_stream().to_string());
         f.debug_struct("LockArgs")
             .field("key", &self.key)
+            .field("mode", &self.mode.as_ref().map(|m| m.value))
             .field("wait", &self.wait)
             .field("lease", &self.lease)
             .field("client", &client)
@@ -233,6 +288,15 @@ impl fmt::Debug for Key {
         f.debug_struct("Key")
             .field("template", &self.template)
             .field("lit", &self.lit.value())
+            .finish()
+    }
+}
+
+impl fmt::Debug for ModeArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModeArg")
+            .field("lit", &self.lit.value())
+            .field("value", &self.value)
             .finish()
     }
 }

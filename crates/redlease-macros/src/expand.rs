@@ -8,6 +8,7 @@
 //!     <pin the block's output to the return type>
 //!     let key = format!(<template>, &arg, &arg.field);
 //!     let acquired = { let client = &<client>; acquire(client, key, <wait>, <lease>).await };
+//!     // (`acquire_read` / `acquire_write` with `mode = "read"` / `"write"`)
 //!     match acquired {
 //!         Ok(guard) => {
 //!             let output = async move { <pin> <body> }.await;
@@ -240,6 +241,13 @@ fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
         }
     };
     let stmts = &block.stmts;
+    // One entry per mode rather than a mode argument, so that the plain
+    // lock's expansion (by far the common one) stays as it was.
+    let entry = match args.mode.as_ref().map(|m| m.value) {
+        None => Ident::new("acquire", Span::call_site()),
+        Some(args::Mode::Read) => Ident::new("acquire_read", Span::call_site()),
+        Some(args::Mode::Write) => Ident::new("acquire_write", Span::call_site()),
+    };
 
     quote! {
         #(#outer_attrs)*
@@ -253,7 +261,7 @@ fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
                 // moves them.
                 let #acquired = {
                     #bind_client
-                    let #acquired = ::redlease::__private::acquire(#client, #key_var, #wait, #lease).await;
+                    let #acquired = ::redlease::__private::#entry(#client, #key_var, #wait, #lease).await;
                     #acquired
                 };
                 match #acquired {

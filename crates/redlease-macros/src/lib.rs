@@ -76,6 +76,12 @@ use proc_macro::TokenStream;
 ///   not a positional count like `{id:1$}`). `{{` and `}}` are literal
 ///   braces, as Redis hash tags need: `"{{tenant:{tenant}}}:orders"`. The
 ///   key is formatted from references to the arguments, so it moves none.
+/// * `mode = "read"` or `mode = "write"`: take that side of the
+///   read-write lock named by the key (`Client::read_write_lock`) instead
+///   of the plain lock: any number of `"read"` holders run at once, a
+///   `"write"` holder runs alone. Without `mode`, the plain lock, which
+///   excludes both sides of a read-write lock of the same name (they are
+///   one Redis hash), so give every function on one resource a `mode`.
 /// * `wait = "15s"`: how long to wait for a busy lock before giving up.
 ///   Without it, or with `"0"`, one attempt is made.
 /// * `lease = "120s"`: a fixed lease after which the lock expires, whatever
@@ -109,7 +115,8 @@ use proc_macro::TokenStream;
 ///
 /// Mistakes in the attribute are compile errors: a `{name}` that is not an
 /// argument, a malformed duration or format spec, a zero lease or one over
-/// 100 years, an unknown or repeated option, a missing or empty key, a
+/// 100 years, an unknown or repeated option, a `mode` other than `"read"`
+/// or `"write"`, a missing or empty key, a
 /// function that is not `async` or does not return a `Result`.
 #[proc_macro_attribute]
 pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -90,6 +90,11 @@ const INSPECT: &[&str] = &[
     "zrangebyscore",
     "zscore",
     "time",
+    // Semaphores and latches: acquired permits, and who waits on them.
+    "getrange",
+    "zcard",
+    "zrange",
+    "pubsub|numsub",
 ];
 
 /// An `ACL SETUSER` command: [`args`](SetUser::args) to send it, or
@@ -297,7 +302,14 @@ mod tests {
     #[test]
     fn admin_adds_what_inspect_and_a_forced_unlock_need() {
         let args = rules(&["a"], Access::Admin);
-        for wanted in ["+scan", "+type", "+hgetall"] {
+        for wanted in [
+            "+scan",
+            "+type",
+            "+hgetall",
+            "+zcard",
+            "+pubsub|numsub",
+            "~{a*",
+        ] {
             assert!(args.iter().any(|a| a == wanted), "{wanted} missing");
         }
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::error::Error;
 use crate::guard::LockGuard;
+use crate::lock::Lock;
 
 static DEFAULT: OnceLock<Client> = OnceLock::new();
 
@@ -45,15 +46,50 @@ pub async fn acquire(
     wait: Option<Duration>,
     lease: Option<Duration>,
 ) -> Result<LockGuard, Error> {
-    let default;
-    let client = match client {
-        Some(client) => client,
-        None => {
-            default = default_client()?;
-            &default
-        }
-    };
-    let mut lock = client.lock(key);
+    let lock = resolve(client)?.lock(key);
+    take(lock, wait, lease).await
+}
+
+/// [`acquire`] for `mode = "read"`: the read side of the read-write lock
+/// named `key`. A separate entry, so that the plain lock's expansion stays
+/// as it was.
+#[doc(hidden)]
+pub async fn acquire_read(
+    client: Option<&Client>,
+    key: String,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> Result<LockGuard, Error> {
+    let lock = resolve(client)?.read_write_lock(key).read();
+    take(lock, wait, lease).await
+}
+
+/// [`acquire`] for `mode = "write"`: the write side of the read-write lock
+/// named `key`.
+#[doc(hidden)]
+pub async fn acquire_write(
+    client: Option<&Client>,
+    key: String,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> Result<LockGuard, Error> {
+    let lock = resolve(client)?.read_write_lock(key).write();
+    take(lock, wait, lease).await
+}
+
+/// The given client, or the installed default.
+fn resolve(client: Option<&Client>) -> Result<Client, Error> {
+    match client {
+        Some(client) => Ok(client.clone()),
+        None => default_client(),
+    }
+}
+
+async fn take(
+    mut lock: Lock,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> Result<LockGuard, Error> {
     if let Some(lease) = lease {
         lock = lock.lease(lease);
     }

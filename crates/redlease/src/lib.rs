@@ -201,7 +201,7 @@ pub use redlease_macros::distributed_lock;
 /// What `#[distributed_lock]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::declare::{acquire, release, scoped};
+    pub use crate::declare::{acquire, acquire_read, acquire_write, release, scoped};
 }
 
 #[cfg(test)]

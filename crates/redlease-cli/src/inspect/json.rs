@@ -35,13 +35,44 @@ struct LockJson<'a> {
     fencing_token: Option<u64>,
     queue_len: u64,
     waiters: Vec<WaiterJson<'a>>,
+    /// A semaphore's available permits or a latch's count.
+    value: Option<i64>,
+    /// An expirable semaphore's acquired permits (at most the first 100).
+    permits: Vec<PermitJson>,
+    permits_acquired: u64,
+    /// Connections subscribed to a string key's semaphore and latch
+    /// channels; absent when not read (on a cluster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listeners: Option<ListenersJson>,
     problems: Vec<ProblemJson>,
+}
+
+#[derive(Serialize)]
+struct PermitJson {
+    /// The permit id, as Redisson's API shows it (hex).
+    id: String,
+    /// Milliseconds until the permit expires (negative: expired, not yet
+    /// reclaimed); `None` for a permit without lease.
+    expires_in_ms: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct ListenersJson {
+    semaphore: u64,
+    latch: u64,
 }
 
 #[derive(Serialize)]
 struct OwnerJson<'a> {
     field: &'a str,
     count: Option<i64>,
+    /// `read` or `write` in a read-write lock; absent in a plain lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side: Option<&'static str>,
+    /// A reader's newest hold: milliseconds to live (`-2`: its timeout
+    /// key is gone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hold_ttl_ms: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -76,6 +107,10 @@ fn lock(state: &LockState) -> LockJson<'_> {
             StateKind::Lock => "lock",
             StateKind::ReadWriteLock => "rwlock",
             StateKind::QueueOnly => "queue_only",
+            StateKind::Semaphore => "semaphore",
+            StateKind::ExpirableSemaphore => "expirable_semaphore",
+            StateKind::CountDownLatch => "count_down_latch",
+            StateKind::Counter => "counter",
             _ => "not_a_lock",
         },
         key_type: &state.key_type,
@@ -86,6 +121,12 @@ fn lock(state: &LockState) -> LockJson<'_> {
             .map(|h| OwnerJson {
                 field: &h.field,
                 count: h.count(),
+                side: match (state.kind(), h.is_writer()) {
+                    (StateKind::ReadWriteLock, true) => Some("write"),
+                    (StateKind::ReadWriteLock, false) => Some("read"),
+                    _ => None,
+                },
+                hold_ttl_ms: h.hold_ttl_ms,
             })
             .collect(),
         ttl_ms: (state.pttl_ms >= 0).then_some(state.pttl_ms),
@@ -101,6 +142,22 @@ fn lock(state: &LockState) -> LockJson<'_> {
                 stale: w.stale,
             })
             .collect(),
+        value: state.counter().filter(|_| state.is_counter()),
+        permits: state
+            .permits
+            .iter()
+            .map(|p| PermitJson {
+                id: p.id.clone(),
+                expires_in_ms: p
+                    .expires_ms
+                    .map(|at| at as i64 - (state.server_time_us / 1_000) as i64),
+            })
+            .collect(),
+        permits_acquired: state.permits_len,
+        listeners: state.listeners.map(|l| ListenersJson {
+            semaphore: l.semaphore,
+            latch: l.latch,
+        }),
         problems: state
             .problems()
             .into_iter()

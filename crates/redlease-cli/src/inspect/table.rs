@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use comfy_table::Table;
 use comfy_table::presets::NOTHING;
-use redlease::layout::{LockState, StateKind};
+use redlease::layout::{Holder, LockState, StateKind};
 
 use super::{Report, is_lock};
 use crate::duration;
@@ -89,20 +89,24 @@ fn row(s: &LockState) -> [String; 7] {
         (StateKind::ReadWriteLock, Some(mode)) => format!("rwlock:{mode}"),
         (StateKind::ReadWriteLock, None) => "rwlock".to_owned(),
         (StateKind::QueueOnly, _) => "queue-only".to_owned(),
+        (StateKind::Semaphore, _) => "semaphore".to_owned(),
+        (StateKind::ExpirableSemaphore, _) => "expirable-semaphore".to_owned(),
+        (StateKind::CountDownLatch, _) => "latch".to_owned(),
+        (StateKind::Counter, _) => "counter".to_owned(),
         _ => s.key_type.clone(),
     };
-    let owners = s
-        .owners()
-        .iter()
-        .map(|o| match o.count() {
-            Some(count) => format!("{} x{count}", o.field),
-            None => format!("{} x?", o.field),
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let owners = match s.kind() {
+        StateKind::Lock | StateKind::ReadWriteLock => {
+            s.owners().iter().map(owner).collect::<Vec<_>>().join(", ")
+        }
+        _ if s.is_counter() => counter(s),
+        _ => String::new(),
+    };
     let age = s.age().map_or_else(|| "?".to_owned(), duration::human);
     let stale = s.waiters.iter().filter(|w| w.stale).count();
+    let listening = s.listeners.map_or(0, |l| l.semaphore + l.latch);
     let queue = match (s.queue_len, stale) {
+        (0, 0) if listening > 0 => format!("{listening} listening"),
         (0, 0) => "-".to_owned(),
         (n, 0) => n.to_string(),
         (n, s) => format!("{n} ({s} gone)"),
@@ -135,6 +139,58 @@ fn row(s: &LockState) -> [String; 7] {
             problems
         },
     ]
+}
+
+/// A lock owner with its hold count; a reader also with the time to live
+/// of its newest hold.
+fn owner(o: &Holder) -> String {
+    let count = o.count().map_or_else(|| "?".to_owned(), |c| c.to_string());
+    match o.hold_ttl_ms {
+        Some(ms) => format!("{} x{count} ({})", o.field, ms_human(ms)),
+        None => format!("{} x{count}", o.field),
+    }
+}
+
+/// The permits or count of a string-keyed structure.
+fn counter(s: &LockState) -> String {
+    let value = s.value.as_deref().unwrap_or("-");
+    match s.kind() {
+        StateKind::Semaphore => format!("{value} permits available"),
+        StateKind::CountDownLatch => format!("count {value}"),
+        StateKind::ExpirableSemaphore => {
+            let now_ms = (s.server_time_us / 1_000) as f64;
+            let mut permits: Vec<String> = s
+                .permits
+                .iter()
+                .take(3)
+                .map(|p| match p.expires_ms {
+                    Some(at) if at > now_ms => {
+                        format!("{} ({})", p.id, ms_human((at - now_ms) as i64))
+                    }
+                    Some(_) => format!("{} (expired)", p.id),
+                    None => format!("{} (no lease)", p.id),
+                })
+                .collect();
+            if s.permits_len > 3 {
+                permits.push(format!("+{} more", s.permits_len - 3));
+            }
+            format!(
+                "{value} available, {} acquired: {}",
+                s.permits_len,
+                permits.join(", ")
+            )
+        }
+        _ => format!("{value} (semaphore permits or latch count)"),
+    }
+}
+
+/// A `PTTL` reply for people: a duration, `never` (-1) or `gone` (-2).
+fn ms_human(ms: i64) -> String {
+    match ms {
+        -1 => "never".to_owned(),
+        ms if ms < 0 => "gone".to_owned(),
+        ms => duration::human(Duration::from_millis(ms as u64)),
+    }
 }
 
 #[cfg(test)]

@@ -72,3 +72,39 @@ fn unreadable_path_exits_2() {
     let out = output(redlease("redis://127.0.0.1:1").arg("audit"), LIMIT);
     assert_eq!(out.status.code(), Some(2), "no PATH is a usage error");
 }
+
+/// The mode of a read-write lock's side shows in the table and the JSON.
+#[test]
+fn lists_the_mode_of_read_write_locks() {
+    let dir = temp_dir("audit-mode");
+    std::fs::write(
+        dir.join("catalog.rs"),
+        r#"
+#[distributed_lock(key = "catalog:prices:{region}", mode = "read", wait = "2s")]
+async fn read_prices(region: &str) {}
+#[distributed_lock(key = "catalog:prices:{region}", mode = "write", wait = "2s")]
+async fn rebuild_prices(region: &str) {}
+"#,
+    )
+    .unwrap();
+    let out = audit(&dir, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = |function: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(function))
+            .unwrap_or_else(|| panic!("no {function}: {table}"))
+            .split_whitespace()
+            .nth(3)
+            .map(str::to_owned)
+    };
+    assert!(table.starts_with("location "), "{table}");
+    assert_eq!(row("read_prices").as_deref(), Some("read"), "{table}");
+    assert_eq!(row("rebuild_prices").as_deref(), Some("write"), "{table}");
+
+    let out = audit(&dir, &["--json"]);
+    let json: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(json["locks"][0]["mode"], "read");
+    assert_eq!(json["locks"][1]["mode"], "write");
+}

@@ -285,3 +285,194 @@ fn scan_is_bounded_and_resumable() {
     }
     assert_eq!(found, all);
 }
+
+/// Redisson's lock family planted with raw commands: a read-write lock
+/// with two readers, one downgraded from its write hold; a semaphore and a
+/// latch each with a waiter subscribed; an expirable semaphore with two
+/// acquired permits; a counter nobody waits on. Returns the server and the
+/// subscriptions, which must live while inspect runs.
+fn planted_family() -> (RedisServer, redis::Connection, redis::Connection) {
+    let server = RedisServer::start();
+    let r = |args: &[&[u8]]| {
+        let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        let _: Value2 = cmd.query(&mut server.connection()).unwrap();
+    };
+    r(&[
+        b"HSET",
+        b"fam:rw",
+        b"mode",
+        b"write",
+        b"w-uuid:1:write",
+        b"1",
+        b"w-uuid:1",
+        b"1",
+        b"r-uuid:4",
+        b"2",
+    ]);
+    r(&[b"PEXPIRE", b"fam:rw", b"30000"]);
+    r(&[
+        b"SET",
+        b"{fam:rw}:w-uuid:1:rwlock_timeout:1",
+        b"1",
+        b"PX",
+        b"25000",
+    ]);
+    r(&[
+        b"SET",
+        b"{fam:rw}:r-uuid:4:rwlock_timeout:1",
+        b"1",
+        b"PX",
+        b"5000",
+    ]);
+    r(&[
+        b"SET",
+        b"{fam:rw}:r-uuid:4:rwlock_timeout:2",
+        b"1",
+        b"PX",
+        b"20000",
+    ]);
+    r(&[b"SET", b"fam:sem", b"3"]);
+    r(&[b"SET", b"fam:latch", b"2"]);
+    r(&[b"SET", b"fam:xsem", b"1"]);
+    let permit: Vec<u8> = (0u8..16).collect();
+    r(&[b"ZADD", b"{fam:xsem}:timeout", b"922337203685477", &permit]);
+    r(&[b"SET", b"fam:counter", b"41"]);
+    let listen = |channel: &str| {
+        let mut conn = server.connection();
+        let _: Value2 = redis::cmd("SUBSCRIBE")
+            .arg(channel)
+            .query(&mut conn)
+            .unwrap();
+        conn
+    };
+    let semaphore = listen("redisson_sc:{fam:sem}");
+    let latch = listen("redisson_countdownlatch__channel__{fam:latch}");
+    (server, semaphore, latch)
+}
+
+/// Every structure of the family in the table: the read-write lock's mode,
+/// writer and readers with their newest hold's ttl; semaphore and latch by
+/// their listeners; the expirable semaphore's permits; a counter only with
+/// --pattern. Auxiliary keys are never rows of their own.
+#[test]
+fn table_shows_the_lock_family() {
+    let (server, _semaphore, _latch) = planted_family();
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--pattern", "fam:*"]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = |key: &str| -> String {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no row for {key}:\n{table}"))
+            .to_owned()
+    };
+    let rw = row("fam:rw");
+    assert!(
+        rw.contains("rwlock:write") && rw.contains("w-uuid:1:write x1"),
+        "{table}"
+    );
+    let reader = rw.split("r-uuid:4 x2 (").nth(1).expect(&table);
+    let ttl: f64 = reader.split('s').next().unwrap().parse().expect(&table);
+    assert!(ttl > 15.0 && ttl <= 20.0, "newest hold's ttl: {table}");
+    assert!(
+        row("fam:sem").contains(" semaphore ") && row("fam:sem").contains(" 3 permits available "),
+        "{table}"
+    );
+    assert!(row("fam:sem").contains("1 listening"), "{table}");
+    assert!(
+        row("fam:latch").contains(" latch ") && row("fam:latch").contains(" count 2 "),
+        "{table}"
+    );
+    assert!(
+        row("fam:xsem").contains(" expirable-semaphore ")
+            && row("fam:xsem")
+                .contains(" 1 available, 1 acquired: 000102030405060708090a0b0c0d0e0f (no lease) "),
+        "{table}"
+    );
+    assert!(
+        row("fam:counter").contains(" counter ")
+            && row("fam:counter").contains(" 41 (semaphore permits or latch count) "),
+        "{table}"
+    );
+    assert!(
+        !table.contains("problems:"),
+        "none of them is a problem: {table}"
+    );
+
+    let out = output(redlease(&server.url()).args(["inspect"]), LIMIT);
+    let table = stdout(&out);
+    for key in ["fam:rw", "fam:sem", "fam:latch", "fam:xsem"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(&format!("{key} "))),
+            "{key}: {table}"
+        );
+    }
+    assert!(!table.contains("fam:counter"), "{table}");
+    assert!(!table.contains("timeout"), "{table}");
+}
+
+#[test]
+fn json_shows_the_lock_family() {
+    let (server, _semaphore, _latch) = planted_family();
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--pattern", "fam:*", "--json"]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let lock = |key: &str| -> Value {
+        json["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["key"] == key)
+            .unwrap_or_else(|| panic!("no {key}: {json}"))
+            .clone()
+    };
+    let rw = lock("fam:rw");
+    assert_eq!(
+        (&rw["kind"], &rw["mode"]),
+        (&Value::from("rwlock"), &Value::from("write"))
+    );
+    let sides: BTreeSet<(String, String)> = rw["owners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["field"].as_str().unwrap().to_owned(),
+                o["side"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sides,
+        [
+            ("r-uuid:4", "read"),
+            ("w-uuid:1", "read"),
+            ("w-uuid:1:write", "write")
+        ]
+        .map(|(f, s)| (f.to_owned(), s.to_owned()))
+        .into()
+    );
+    let sem = lock("fam:sem");
+    assert_eq!(
+        (&sem["kind"], &sem["value"]),
+        (&Value::from("semaphore"), &Value::from(3))
+    );
+    assert_eq!(sem["listeners"]["semaphore"], 1);
+    assert_eq!(lock("fam:latch")["kind"], "count_down_latch");
+    let xsem = lock("fam:xsem");
+    assert_eq!(xsem["kind"], "expirable_semaphore");
+    assert_eq!(xsem["permits_acquired"], 1);
+    assert_eq!(xsem["permits"][0]["id"], "000102030405060708090a0b0c0d0e0f");
+    assert_eq!(xsem["permits"][0]["expires_in_ms"], Value::Null);
+    assert_eq!(lock("fam:counter")["kind"], "counter");
+}

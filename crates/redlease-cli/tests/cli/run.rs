@@ -355,6 +355,74 @@ fn durations_read_as_the_attribute_reads_them() {
     );
 }
 
+/// `--read` runs beside a Redisson reader; `--write` and the plain lock
+/// wait for it (busy, 75), and the reader's hold is left alone.
+#[test]
+fn read_runs_share_with_readers_and_write_runs_wait() {
+    let server = RedisServer::shared();
+    let key = unique("run:rw-read");
+    let reader = "8743c9c0-0795-4907-87fd-6c719a6cb586:1";
+    // A Java reader, by Redisson's raw commands: mode, the hold count, and
+    // the hold's timeout key.
+    redis::<i64>(server, &["HSET", &key, "mode", "read", reader, "1"]);
+    redis::<i64>(server, &["PEXPIRE", &key, "20000"]);
+    let timeout = format!("{{{key}}}:{reader}:rwlock_timeout:1");
+    redis::<String>(server, &["SET", &timeout, "1", "PX", "20000"]);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--key", &key, "--wait", "0"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", "echo $REDLEASE_KEY"]);
+        output(redlease(&server.url()).args(&args), LIMIT)
+    };
+
+    let out = run(&["--read"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), key);
+    for side in [&["--write"][..], &[]] {
+        let out = run(side);
+        assert_eq!(out.status.code(), Some(75), "{side:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
+    }
+    // Our read hold came and went; the Java reader's is as it was.
+    assert_eq!(
+        redis::<Vec<String>>(server, &["HKEYS", &key]),
+        ["mode", reader]
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &timeout]), 1);
+}
+
+/// While a `--write` run holds the lock, `mode` is `write` and a `--read`
+/// run is busy; after it, the key is gone and a `--read` run goes.
+#[test]
+fn write_runs_exclude_readers() {
+    let server = RedisServer::shared();
+    let key = unique("run:rw-write");
+    let dir = temp_dir("rw-write");
+    let go = dir.join("go");
+    let script = format!("while [ ! -e {} ]; do sleep 0.02; done", go.display());
+    let mut writer = redlease(&server.url())
+        .args(["run", "--key", &key, "--write", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn");
+    eventually(LIMIT, "the write hold", || {
+        redis::<Option<String>>(server, &["HGET", &key, "mode"]).as_deref() == Some("write")
+    });
+    let read = || {
+        output(
+            redlease(&server.url())
+                .args(["run", "--key", &key, "--read", "--wait", "0", "--", "true"]),
+            LIMIT,
+        )
+    };
+    let out = read();
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    std::fs::write(&go, "").unwrap();
+    assert!(wait(&mut writer, LIMIT).success());
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+    let out = read();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn bad_input_is_a_usage_error() {
     let url = RedisServer::shared().url();
@@ -377,6 +445,18 @@ fn bad_input_is_a_usage_error() {
         LIMIT,
     );
     assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    // One side or the other, not both; refused before connecting.
+    let out = output(
+        redlease("redis://127.0.0.1:1")
+            .args(["run", "--key", "k", "--read", "--write", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("'--read' cannot be used with '--write'"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -16,6 +16,7 @@ fn verdict(args: &str, function: &str) -> Result<ArgsShape, Vec<String>> {
     let leak = |s: String| &*Box::leak(s.into_boxed_str());
     Ok(ArgsShape {
         key: leak(parsed.key.lit.value()),
+        mode: parsed.mode.as_ref().map(|m| m.value.as_str()),
         wait_ms: millis(&parsed.wait),
         lease_ms: millis(&parsed.lease),
         client: parsed
@@ -73,4 +74,20 @@ fn names_bound_by_patterns_and_receivers() {
         argument_names(&item.sig),
         ["self", "a", "b", "c", "e", "r#type"]
     );
+}
+
+#[test]
+fn mode_is_read_or_write_and_spanned_when_not() {
+    let parse_str = |s: &str| parse(s.parse().unwrap(), Span::call_site());
+    let read = parse_str(r#"key = "a", mode = "read""#).unwrap();
+    assert_eq!(read.mode.map(|m| m.value), Some(Mode::Read));
+    let write = parse_str(r#"mode = "write", key = "a""#).unwrap();
+    assert_eq!(write.mode.map(|m| m.value), Some(Mode::Write));
+    assert!(parse_str(r#"key = "a""#).unwrap().mode.is_none());
+    let invalid = parse_str(r#"key = "a", mode = "shared""#).unwrap_err();
+    assert_eq!(
+        invalid.error.to_string(),
+        r#"unknown mode "shared": expected "read" or "write" (omit `mode` for the plain lock)"#
+    );
+    assert!(invalid.key.is_some(), "the key alone was valid");
 }

@@ -18,6 +18,8 @@ pub struct ArgsCase {
 pub struct ArgsShape {
     /// The key template.
     pub key: &'static str,
+    /// The mode, `read` or `write`; `None` (the plain lock) when not given.
+    pub mode: Option<&'static str>,
     /// The wait in milliseconds; `None` when not given.
     pub wait_ms: Option<u64>,
     /// The lease in milliseconds; `None` when not given.
@@ -52,9 +54,18 @@ const fn shape(
 ) -> ArgsShape {
     ArgsShape {
         key,
+        mode: None,
         wait_ms,
         lease_ms,
         client,
+    }
+}
+
+/// `shape` with a mode.
+const fn with_mode(shape: ArgsShape, mode: &'static str) -> ArgsShape {
+    ArgsShape {
+        mode: Some(mode),
+        ..shape
     }
 }
 
@@ -96,6 +107,36 @@ pub const ARGS: &[ArgsCase] = &[
         r#"key = "a:{id}", lease = "876000h""#,
         F,
         shape("a:{id}", None, Some(3_153_600_000_000), None),
+    ),
+    ok(
+        r#"key = "a:{id}", mode = "read""#,
+        F,
+        with_mode(shape("a:{id}", None, None, None), "read"),
+    ),
+    ok(
+        r#"mode = "write", wait = "2s", key = "a:{id}", lease = "1m""#,
+        F,
+        with_mode(shape("a:{id}", Some(2_000), Some(60_000), None), "write"),
+    ),
+    bad(
+        r#"key = "a:{id}", mode = "Read""#,
+        F,
+        "unknown mode \"Read\": expected \"read\" or \"write\"",
+    ),
+    bad(
+        r#"key = "a:{id}", mode = "exclusive""#,
+        F,
+        "unknown mode \"exclusive\"",
+    ),
+    bad(
+        r#"key = "a:{id}", mode = read"#,
+        F,
+        "`mode` must be a string literal, like `\"read\"`",
+    ),
+    bad(
+        r#"key = "a:{id}", mode = "read", mode = "write""#,
+        F,
+        "duplicate option `mode`",
     ),
     bad(
         r#"key = "a:{id}", lease = "0""#,

@@ -272,6 +272,16 @@ impl Connection {
         }
     }
 
+    /// Whether this is a cluster, where a (non-sharded) subscription is
+    /// only the one node's to count.
+    pub(crate) fn is_cluster(&self) -> bool {
+        match &self.backend {
+            Backend::Single(_) | Backend::Sentinel(_) => false,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(_) => true,
+        }
+    }
+
     /// The nodes that hold keys: the one node, or a cluster's masters.
     pub(crate) async fn masters(&self) -> Result<Vec<Node>, RedisError> {
         match &self.backend {

@@ -414,7 +414,7 @@ impl ExpirableSemaphore {
             return err.reworded(format!(
                 "semaphore {:?} holds a value that is not a permit count, or its {:?} key is not a zset",
                 self.name,
-                layout::permits_timeout_key(&self.name)
+                layout::permits_key(&self.name)
             ));
         }
         err

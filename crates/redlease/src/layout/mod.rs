@@ -6,6 +6,9 @@
 //! nothing written), so they work on replicas too; the forced unlock in
 //! [`admin`](crate::admin) reports the same [`LockState`] from its script.
 //!
+//! The same module reads Redisson's semaphores and count-down latch, whose
+//! state is a string integer `name` (see [`StateKind`]), for `inspect`.
+//!
 //! A lock called `name` is the hash `name`. Every other key and channel of
 //! it follows Redisson's `prefixName` rule, so that both libraries compute
 //! the same names and, in a cluster, all of them land in the lock key's
@@ -16,7 +19,9 @@ mod read;
 mod state;
 
 pub use read::{Scan, read, scan};
-pub use state::{Holder, LockState, Problem, ProblemKind, StateKind, Waiter};
+pub use state::{
+    Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,
+};
 
 /// The prefix of a lock's release channel ([`channel`]).
 pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
@@ -80,6 +85,33 @@ pub fn rwlock_channel(name: &str) -> String {
     prefixed(RWLOCK_CHANNEL_PREFIX, name)
 }
 
+/// The acquired permits of Redisson's `RPermitExpirableSemaphore` `name`:
+/// the zset `{name}:timeout` (`name:timeout` when the name has a `{`) of
+/// permit ids scored by their expiry in milliseconds.
+pub fn permits_key(name: &str) -> String {
+    let mut key = read_timeout_base(name);
+    key.push_str(":timeout");
+    key
+}
+
+/// Reads a key name as an expirable semaphore's [`permits_key`]: the
+/// semaphore names it can belong to (first the likelier), or `None`. As
+/// with [`derived_from`], `{a}:timeout` belongs to `a` or to `{a}`; a key
+/// without a `{` is never one.
+pub fn permits_key_owner(key: &str) -> Option<Vec<String>> {
+    let base = key.strip_suffix(":timeout")?;
+    if !base.contains('{') {
+        return None;
+    }
+    let mut names = Vec::new();
+    let inner = base.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
+    if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
+        names.push(inner.to_owned());
+    }
+    names.push(base.to_owned());
+    Some(names)
+}
+
 /// The base of read-write lock `name`'s per-hold timeout keys, Redisson's
 /// `suffixName` rule without a suffix: `{name}`, or `name` when it already
 /// contains `{`.
@@ -130,16 +162,6 @@ pub fn latch_channel(name: &str) -> String {
     channel.push_str(name);
     channel.push('}');
     channel
-}
-
-/// The acquired permits of Redisson's expirable semaphore `name`,
-/// `{name}:timeout` (or `name:timeout` when the name already contains
-/// `{`, Redisson's `suffixName`): a zset of raw 16-byte permit ids scored
-/// with their expiry in epoch milliseconds.
-pub fn permits_timeout_key(name: &str) -> String {
-    let mut key = read_timeout_base(name);
-    key.push_str(":timeout");
-    key
 }
 
 fn prefixed(prefix: &str, name: &str) -> String {
@@ -250,14 +272,6 @@ mod tests {
     }
 
     #[test]
-    fn expirable_semaphore_names_follow_redisson() {
-        assert_eq!(semaphore_channel("jobs"), "redisson_sc:{jobs}");
-        assert_eq!(semaphore_channel("{t}:jobs"), "redisson_sc:{t}:jobs");
-        assert_eq!(permits_timeout_key("jobs"), "{jobs}:timeout");
-        assert_eq!(permits_timeout_key("{t}:jobs"), "{t}:jobs:timeout");
-    }
-
-    #[test]
     fn semaphore_channel_follows_the_brace_rule() {
         assert_eq!(semaphore_channel("jobs"), "redisson_sc:{jobs}");
         assert_eq!(semaphore_channel("{a}:jobs"), "redisson_sc:{a}:jobs");
@@ -273,6 +287,21 @@ mod tests {
             latch_channel("a{b}c"),
             "redisson_countdownlatch__channel__{a{b}c}"
         );
+    }
+
+    #[test]
+    fn expirable_semaphore_permits_follow_redissons_suffix_rule() {
+        assert_eq!(permits_key("jobs"), "{jobs}:timeout");
+        assert_eq!(permits_key("{t}:jobs"), "{t}:jobs:timeout");
+        for name in ["jobs", "{t}:jobs"] {
+            assert_eq!(permits_key_owner(&permits_key(name)).unwrap()[0], name);
+        }
+        assert_eq!(
+            permits_key_owner("{jobs}:timeout").unwrap(),
+            ["jobs", "{jobs}"]
+        );
+        assert_eq!(permits_key_owner("session:timeout"), None);
+        assert_eq!(permits_key_owner("{jobs}"), None);
     }
 
     #[test]

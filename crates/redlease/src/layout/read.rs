@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 
 use redis::{FromRedisValue, RedisError, Value};
 
-use super::{Derived, Holder, LockState, Waiter, derived_from, is_redisson_aux};
+use super::{Derived, Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Waiter};
+use super::{derived_from, is_redisson_aux, permits_key_owner};
+use super::{latch_channel, permits_key, read_timeout_prefix, semaphore_channel};
 use super::{queue_key, timeout_key, token_key};
 use crate::client::Client;
 use crate::connection::Connection;
@@ -15,14 +17,23 @@ use crate::error::Error;
 /// Hashes with more fields than this are not read: no lock has that many
 /// owners, and a big hash that matched a pattern must not cost much.
 const MAX_FIELDS: u64 = 64;
-/// Fair-queue entries read per lock.
+/// Fair-queue entries read per lock, and acquired permits per expirable
+/// semaphore.
 const MAX_QUEUE: usize = 100;
+/// Longest string value kept: a semaphore's or latch's integer is at most
+/// 20 bytes (`i64::MIN`); one byte more is read to tell a longer string,
+/// so a big string that matched a pattern costs nothing.
+const MAX_VALUE: usize = 20;
 /// How many keys one SCAN call is asked to look at (its COUNT hint).
 const SCAN_BATCH: u64 = 100;
 
 /// Reads what Redis holds for each of `names`, in three pipelined rounds.
 /// Hashes of more than 64 fields are not read field by field, and fair
-/// queues are read up to their first 100 entries.
+/// queues are read up to their first 100 entries. Besides locks it reads
+/// Redisson's semaphores, expirable semaphores and count-down latches: a
+/// string key's value, its acquired permits (up to 100)
+/// and, but on a cluster, who listens on its channels (`PUBSUB NUMSUB`).
+/// A read-write lock's readers get the time to live of their newest hold.
 ///
 /// # Errors
 ///
@@ -139,9 +150,13 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
             Some((Derived::Token, _)) => {}
             Some((_, candidates)) => queued.push(candidates),
             None if is_redisson_aux(key) => {}
-            None => {
-                names.insert(key.clone());
-            }
+            // An expirable semaphore's permits, shown with the semaphore.
+            None => match permits_key_owner(key) {
+                Some(candidates) => queued.push(candidates),
+                None => {
+                    names.insert(key.clone());
+                }
+            },
         }
     }
     for candidates in queued {
@@ -184,14 +199,17 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
         state.queue_len = get(&r[4]).unwrap_or(0);
     }
 
-    // Round 2: small hashes, queue heads, and deadlines that have passed.
+    // Round 2: small hashes and strings, queue heads, deadlines that have
+    // passed, acquired permits and channel listeners.
     let now_ms = now_us / 1_000;
+    let listeners = !conn.is_cluster();
     let mut pipe = redis::pipe();
     for state in &states {
-        // A placeholder keeps three replies per name.
-        match small_hash(state) {
-            true => pipe.cmd("HGETALL").arg(&state.name),
-            false => pipe.cmd("PING"),
+        // Placeholders keep six replies per name.
+        match (small_hash(state), state.key_type.as_str()) {
+            (true, _) => pipe.cmd("HGETALL").arg(&state.name),
+            (false, "string") => pipe.cmd("GETRANGE").arg(&state.name).arg(0).arg(MAX_VALUE),
+            _ => pipe.cmd("PING"),
         };
         pipe.cmd("LRANGE")
             .arg(queue_key(&state.name))
@@ -205,23 +223,73 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
             .arg("LIMIT")
             .arg(0)
             .arg(MAX_QUEUE);
+        let semaphore_like = matches!(state.key_type.as_str(), "string" | "none");
+        if semaphore_like {
+            let permits = permits_key(&state.name);
+            pipe.cmd("ZCARD").arg(&permits);
+            pipe.cmd("ZRANGE")
+                .arg(&permits)
+                .arg(0)
+                .arg(MAX_QUEUE - 1)
+                .arg("WITHSCORES");
+        } else {
+            pipe.cmd("PING");
+            pipe.cmd("PING");
+        }
+        match listeners && state.key_type == "string" {
+            true => pipe
+                .cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(semaphore_channel(&state.name))
+                .arg(latch_channel(&state.name)),
+            false => pipe.cmd("PING"),
+        };
     }
     let replies = conn.query_each(&pipe).await?;
     let mut queues = Vec::new();
     let mut past = Vec::new();
-    for (state, r) in states.iter_mut().zip(replies.chunks_exact(3)) {
-        if let Some(fields) = get(&r[0]).filter(|_| small_hash(state)) {
-            set_fields(state, fields);
+    for (state, r) in states.iter_mut().zip(replies.chunks_exact(6)) {
+        if small_hash(state) {
+            if let Some(fields) = get(&r[0]) {
+                set_fields(state, fields);
+            }
+        } else if state.key_type == "string" {
+            state.value = get::<String>(&r[0]).filter(|v| v.len() <= MAX_VALUE);
         }
         queues.push(get::<Vec<String>>(&r[1]).unwrap_or_default());
         past.push(get::<Vec<(String, f64)>>(&r[2]).unwrap_or_default());
+        if let Some(len) = get::<u64>(&r[3]) {
+            state.permits_len = len;
+            let members = get::<Vec<(Vec<u8>, f64)>>(&r[4]).unwrap_or_default();
+            state.permits = members
+                .into_iter()
+                .map(|(id, score)| Permit {
+                    id: hex(&id),
+                    expires_ms: (score < PERMIT_NO_EXPIRY).then_some(score),
+                })
+                .collect();
+        }
+        if state.key_type == "string" {
+            state.listeners = get::<Vec<(String, u64)>>(&r[5]).map(|counts| Listeners {
+                semaphore: counts.first().map_or(0, |c| c.1),
+                latch: counts.get(1).map_or(0, |c| c.1),
+            });
+        }
     }
 
-    // Round 3: the deadline of each queue entry read.
+    // Round 3: the deadline of each queue entry read, then the time to
+    // live of each reader's newest hold.
     let mut pipe = redis::pipe();
     for (state, queue) in states.iter().zip(&queues) {
         for owner in queue {
             pipe.cmd("ZSCORE").arg(timeout_key(&state.name)).arg(owner);
+        }
+    }
+    for state in &states {
+        for (i, newest) in newest_holds(state) {
+            let prefix = read_timeout_prefix(&state.name, &state.holders[i].field);
+            let key = format!("{prefix}:{newest}");
+            pipe.cmd("PTTL").arg(key);
         }
     }
     let mut scores = match pipe.is_empty() {
@@ -247,7 +315,37 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
                 stale: true,
             }));
     }
+    for state in &mut states {
+        let readers: Vec<usize> = newest_holds(state).map(|(i, _)| i).collect();
+        for i in readers {
+            state.holders[i].hold_ttl_ms = scores.next().and_then(|s| get::<i64>(&s));
+        }
+    }
     Ok(states)
+}
+
+/// The readers of a read-write lock whose hold count was read, with the
+/// index of their newest hold (their count: Redisson numbers a reader's
+/// holds 1..count, and a release removes the highest).
+fn newest_holds(state: &LockState) -> impl Iterator<Item = (usize, i64)> + '_ {
+    let rwlock = state.mode.is_some() && small_hash(state);
+    state
+        .holders
+        .iter()
+        .enumerate()
+        .filter(move |(_, h)| rwlock && !h.is_writer())
+        .filter_map(|(i, h)| Some((i, h.count().filter(|&c| c > 0)?)))
+}
+
+/// Bytes in lowercase hex, as Redisson's API shows a permit id.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 fn small_hash(state: &LockState) -> bool {
@@ -290,11 +388,25 @@ mod tests {
             "{lock:d}:u:1:rwlock_timeout:2",
             "redisson_unlock_latch:{lock:d}:ab12",
             "plain",
+            "sem:e",
+            "{sem:e}:timeout",
+            "{sem:f}:timeout",
+            "session:timeout",
         ]
         .into_iter()
         .map(String::from)
         .collect();
-        assert_eq!(lock_names(&keys), ["lock:a", "lock:b", "plain"]);
+        assert_eq!(
+            lock_names(&keys),
+            [
+                "lock:a",
+                "lock:b",
+                "plain",
+                "sem:e",
+                "sem:f",
+                "session:timeout"
+            ]
+        );
     }
 
     #[test]
@@ -308,5 +420,168 @@ mod tests {
         assert_eq!(state.mode.as_deref(), Some("read"));
         assert_eq!(state.holders.len(), 1);
         assert_eq!(state.field_count, 2);
+    }
+
+    /// States built with raw commands, as Redisson writes them, on a real
+    /// server, read back.
+    mod on_a_server {
+        use redlease_testkit::RedisServer;
+
+        use super::super::read;
+        use crate::layout::{StateKind, latch_channel, permits_key, semaphore_channel};
+        use crate::{Client, layout::LockState};
+
+        fn raw(args: &[&[u8]]) {
+            let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+            for arg in &args[1..] {
+                cmd.arg(*arg);
+            }
+            let _: redis::Value = cmd.query(&mut RedisServer::shared().connection()).unwrap();
+        }
+
+        fn name(what: &str) -> String {
+            format!("layout-read:{what}:{}", std::process::id())
+        }
+
+        async fn one(name: &str) -> LockState {
+            let client = Client::connect(&RedisServer::shared().url()).await.unwrap();
+            read(&client, &[name.to_owned()]).await.unwrap().remove(0)
+        }
+
+        #[tokio::test]
+        async fn read_write_lock_readers_have_their_newest_holds_ttl() {
+            let name = name("rw");
+            let n = name.as_bytes();
+            raw(&[b"HSET", n, b"mode", b"read", b"u-1:1", b"2", b"u-2:7", b"1"]);
+            raw(&[b"PEXPIRE", n, b"30000"]);
+            let timeout = |field: &str, i: u32| format!("{{{name}}}:{field}:rwlock_timeout:{i}");
+            raw(&[b"SET", timeout("u-1:1", 1).as_bytes(), b"1", b"PX", b"5000"]);
+            raw(&[
+                b"SET",
+                timeout("u-1:1", 2).as_bytes(),
+                b"1",
+                b"PX",
+                b"20000",
+            ]);
+            // u-2:7's only hold has no timeout key left.
+            let state = one(&name).await;
+            assert_eq!(state.kind(), StateKind::ReadWriteLock);
+            assert_eq!(state.mode.as_deref(), Some("read"));
+            let ttl = |field: &str| {
+                state
+                    .holders
+                    .iter()
+                    .find(|h| h.field == field)
+                    .unwrap()
+                    .hold_ttl_ms
+            };
+            let newest = ttl("u-1:1").unwrap();
+            assert!(newest > 15_000 && newest <= 20_000, "{state:?}");
+            assert_eq!(ttl("u-2:7"), Some(-2));
+
+            // Downgraded: the writer keeps no timeout key, its own read does.
+            raw(&[b"DEL", n]);
+            raw(&[
+                b"HSET",
+                n,
+                b"mode",
+                b"write",
+                b"u-1:1:write",
+                b"1",
+                b"u-1:1",
+                b"1",
+            ]);
+            let state = one(&name).await;
+            let writer = state.holders.iter().find(|h| h.is_writer()).unwrap();
+            assert_eq!(
+                (writer.field.as_str(), writer.hold_ttl_ms),
+                ("u-1:1:write", None)
+            );
+            let reader = state.holders.iter().find(|h| !h.is_writer()).unwrap();
+            assert!(reader.hold_ttl_ms.is_some_and(|t| t > 1_000), "{state:?}");
+            raw(&[
+                b"DEL",
+                n,
+                timeout("u-1:1", 1).as_bytes(),
+                timeout("u-1:1", 2).as_bytes(),
+            ]);
+        }
+
+        #[tokio::test]
+        async fn string_integers_are_counters_until_something_tells_them_apart() {
+            let name = name("counter");
+            raw(&[b"SET", name.as_bytes(), b"3"]);
+            let state = one(&name).await;
+            assert_eq!(
+                (state.kind(), state.counter(), state.permits_len),
+                (StateKind::Counter, Some(3), 0)
+            );
+            assert_eq!(
+                state.listeners.map(|l| (l.semaphore, l.latch)),
+                Some((0, 0))
+            );
+            assert!(state.problems().is_empty(), "no ttl is no problem here");
+
+            raw(&[b"SET", name.as_bytes(), b"owner-7"]);
+            let state = one(&name).await;
+            assert_eq!(state.kind(), StateKind::NotALock);
+            assert_eq!(state.counter(), None);
+            raw(&[b"DEL", name.as_bytes()]);
+        }
+
+        /// A waiter subscribed to one structure's channel says which it is.
+        #[tokio::test]
+        async fn a_listener_tells_a_semaphore_from_a_latch() {
+            for (what, channel, kind) in [
+                (
+                    "sem",
+                    semaphore_channel as fn(&str) -> String,
+                    StateKind::Semaphore,
+                ),
+                ("latch", latch_channel, StateKind::CountDownLatch),
+            ] {
+                let name = name(what);
+                raw(&[b"SET", name.as_bytes(), b"2"]);
+                let mut conn = RedisServer::shared().connection();
+                let mut pubsub = conn.as_pubsub();
+                pubsub.subscribe(channel(&name)).unwrap();
+                let state = one(&name).await;
+                assert_eq!(state.kind(), kind, "{state:?}");
+                drop(pubsub);
+                raw(&[b"DEL", name.as_bytes()]);
+            }
+        }
+
+        #[tokio::test]
+        async fn expirable_semaphore_lists_its_permits_in_hex() {
+            let name = name("expirable");
+            raw(&[b"SET", name.as_bytes(), b"1"]);
+            let permits = permits_key(&name);
+            let leased: Vec<u8> = (0u8..16).collect();
+            let forever = [0xffu8; 16];
+            let (secs, _): (u64, u64) = redis::cmd("TIME")
+                .query(&mut RedisServer::shared().connection())
+                .unwrap();
+            let expiry = (secs * 1_000 + 60_000).to_string();
+            raw(&[b"ZADD", permits.as_bytes(), expiry.as_bytes(), &leased]);
+            raw(&[b"ZADD", permits.as_bytes(), b"922337203685477", &forever]);
+            let state = one(&name).await;
+            assert_eq!(state.kind(), StateKind::ExpirableSemaphore);
+            assert_eq!((state.counter(), state.permits_len), (Some(1), 2));
+            assert_eq!(state.permits[0].id, "000102030405060708090a0b0c0d0e0f");
+            let lease =
+                state.permits[0].expires_ms.unwrap() - (state.server_time_us / 1_000) as f64;
+            assert!(lease > 55_000.0 && lease <= 60_000.0, "{state:?}");
+            assert_eq!(state.permits[1].id, "ff".repeat(16));
+            assert_eq!(state.permits[1].expires_ms, None);
+
+            // Every permit taken and the available count deleted: still
+            // shown, by its permits.
+            raw(&[b"DEL", name.as_bytes()]);
+            let state = one(&name).await;
+            assert_eq!(state.kind(), StateKind::ExpirableSemaphore);
+            assert!(!state.is_empty());
+            raw(&[b"DEL", permits.as_bytes()]);
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! [`LockState`]: what Redis holds for one lock name, and what an operator
-//! should look at in it.
+//! [`LockState`]: what Redis holds for one lock name (or semaphore, or
+//! count-down latch), and what an operator should look at in it.
 
 use std::time::Duration;
 
@@ -18,6 +18,12 @@ pub struct Holder {
     pub field: String,
     /// The field's value as stored; a lock's is the hold count.
     pub value: String,
+    /// For a reader of a read-write lock, as [`read`](super::read) reads
+    /// it: the `PTTL` of its newest hold's timeout key
+    /// (`<prefix>:<count>`, [`read_timeout_prefix`](super::read_timeout_prefix)),
+    /// which is when that hold ends unless renewed; `-2` when the key is
+    /// gone. `None` for writers, plain locks, and when not read.
+    pub hold_ttl_ms: Option<i64>,
 }
 
 impl Holder {
@@ -26,7 +32,14 @@ impl Holder {
         Holder {
             field: field.into(),
             value: value.into(),
+            hold_ttl_ms: None,
         }
+    }
+
+    /// Whether the field is a read-write lock's writer
+    /// (`<client-id>:<owner>:write`); its other owners are readers.
+    pub fn is_writer(&self) -> bool {
+        self.field.ends_with(":write")
     }
 
     /// The hold count, when the value is an integer.
@@ -52,6 +65,34 @@ pub struct Waiter {
     /// Returns true if and only if the waiter is gone by the fair lock's
     /// rule: no deadline, or a deadline that has passed.
     pub stale: bool,
+}
+
+/// One acquired permit of a Redisson `RPermitExpirableSemaphore`: a member
+/// of its [`permits_key`](super::permits_key) zset.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Permit {
+    /// The permit id as Redisson's API hands it out: the stored 16 raw
+    /// bytes in lowercase hex (other members: their bytes in hex too).
+    pub id: String,
+    /// The permit's expiry in milliseconds of the server's clock; `None`
+    /// for a permit without lease (Redisson's `922337203685477`).
+    pub expires_ms: Option<f64>,
+}
+
+/// Redisson's score for a permit without lease (`nonExpirableTimeout`).
+pub const PERMIT_NO_EXPIRY: f64 = 922_337_203_685_477.0;
+
+/// The listeners on a string key's two possible channels (`PUBSUB
+/// NUMSUB`): connections subscribed while waiting, which tell a semaphore
+/// from a count-down latch when someone waits on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Listeners {
+    /// On the semaphores' channel, [`semaphore_channel`](super::semaphore_channel).
+    pub semaphore: u64,
+    /// On the latch's channel, [`latch_channel`](super::latch_channel).
+    pub latch: u64,
 }
 
 /// A lock key and its fair queue, as [`read`](super::read) reads them,
@@ -97,6 +138,18 @@ pub struct LockState {
     /// The cluster node (`host:port`) the lock was found on by
     /// [`scan`](super::scan); `None` on a single node, or when not known.
     pub node: Option<String>,
+    /// A string key's value, as [`read`](super::read) reads it: a
+    /// semaphore's available permits or a latch's count, when it is one.
+    pub value: Option<String>,
+    /// The acquired permits of an expirable semaphore (its
+    /// [`permits_key`](super::permits_key) zset), by expiry, at most the
+    /// first 100.
+    pub permits: Vec<Permit>,
+    /// How many members that zset has.
+    pub permits_len: u64,
+    /// Who listens on the channels of a string key; `None` when not read
+    /// (on a cluster, where a subscription is one node's, or by ACL).
+    pub listeners: Option<Listeners>,
 }
 
 /// What a key is, judged by [`LockState::kind`].
@@ -107,6 +160,20 @@ pub enum StateKind {
     Lock,
     /// A Redisson `RReadWriteLock` hash (with a `mode` field).
     ReadWriteLock,
+    /// A string integer that someone waits on through `redisson_sc:{name}`:
+    /// an `RSemaphore`, its value the available permits.
+    Semaphore,
+    /// A string integer (or no key) beside a zset of acquired permits
+    /// ([`permits_key`](super::permits_key)): an
+    /// `RPermitExpirableSemaphore`, its value the available permits.
+    ExpirableSemaphore,
+    /// A string integer that someone waits on through
+    /// `redisson_countdownlatch__channel__{name}`: an `RCountDownLatch`, its
+    /// value the count.
+    CountDownLatch,
+    /// A string integer nobody waits on: a semaphore's permits or a latch's
+    /// count (the key alone cannot tell which), or any other counter.
+    Counter,
     /// No lock key, but a fair queue under its name.
     QueueOnly,
     /// A key that is no lock hash.
@@ -168,13 +235,20 @@ impl LockState {
             waiters: Vec::new(),
             queue_len: 0,
             node: None,
+            value: None,
+            permits: Vec::new(),
+            permits_len: 0,
+            listeners: None,
         }
     }
 
     /// Returns true if and only if the key is absent and no waiter is
     /// queued: there is nothing to unlock.
     pub fn is_empty(&self) -> bool {
-        self.key_type == "none" && self.waiters.is_empty() && self.queue_len == 0
+        self.key_type == "none"
+            && self.waiters.is_empty()
+            && self.queue_len == 0
+            && self.permits_len == 0
     }
 
     /// Returns true if and only if the key is a hash, the type of a lock.
@@ -183,10 +257,27 @@ impl LockState {
     }
 
     /// What the key is: a lock only when it is a hash whose fields are all
-    /// owners (and `mode`), and small enough to have been read.
+    /// owners (and `mode`), and small enough to have been read. A string
+    /// integer is an expirable semaphore when it has acquired permits, a
+    /// semaphore or a latch when someone listens on that one's channel, and
+    /// otherwise a [`Counter`](StateKind::Counter): Redisson keeps no other
+    /// mark of which it is.
     pub fn kind(&self) -> StateKind {
         match self.key_type.as_str() {
+            "none" if self.permits_len > 0 => StateKind::ExpirableSemaphore,
             "none" => StateKind::QueueOnly,
+            "string" if self.counter().is_some() => {
+                let listeners = self.listeners.unwrap_or_default();
+                if self.permits_len > 0 {
+                    StateKind::ExpirableSemaphore
+                } else if listeners.semaphore > 0 && listeners.latch == 0 {
+                    StateKind::Semaphore
+                } else if listeners.latch > 0 && listeners.semaphore == 0 {
+                    StateKind::CountDownLatch
+                } else {
+                    StateKind::Counter
+                }
+            }
             "hash" if self.holders_were_read() && self.holders.iter().all(Holder::is_owner) => {
                 if self.mode.is_some() {
                     StateKind::ReadWriteLock
@@ -196,6 +287,25 @@ impl LockState {
             }
             _ => StateKind::NotALock,
         }
+    }
+
+    /// A string key's value as an integer: the available permits of a
+    /// semaphore, the count of a latch.
+    pub fn counter(&self) -> Option<i64> {
+        self.value.as_deref()?.parse().ok()
+    }
+
+    /// Whether the state is one of the string-keyed structures: a
+    /// semaphore, an expirable semaphore, a latch, or a counter that may be
+    /// either.
+    pub fn is_counter(&self) -> bool {
+        matches!(
+            self.kind(),
+            StateKind::Semaphore
+                | StateKind::ExpirableSemaphore
+                | StateKind::CountDownLatch
+                | StateKind::Counter
+        )
     }
 
     /// The holders of a lock; none for a key that is not one.
@@ -247,7 +357,12 @@ impl LockState {
                     );
                 }
             }
-            StateKind::QueueOnly => {}
+            // A semaphore or latch has no owner and, by design, no ttl.
+            StateKind::QueueOnly
+            | StateKind::Semaphore
+            | StateKind::ExpirableSemaphore
+            | StateKind::CountDownLatch
+            | StateKind::Counter => {}
         }
         let stale = self.waiters.iter().filter(|w| w.stale).count();
         if stale > 0 {
@@ -273,6 +388,10 @@ impl LockState {
     }
 
     fn not_a_lock(&self) -> String {
+        if self.key_type == "string" && self.value.is_some() {
+            return "holds a string that is no integer, not a lock hash (a SET NX lock of another tool?)"
+                .to_owned();
+        }
         if self.key_type != "hash" {
             return format!(
                 "holds a {}, not a lock hash (a SET NX lock of another tool?)",
@@ -373,6 +492,26 @@ mod tests {
             (StateKind::ReadWriteLock, Some("read"), 2)
         );
         assert!(s.problems().is_empty());
+    }
+
+    #[test]
+    fn string_integers_are_told_apart_by_permits_then_listeners() {
+        let mut s = state("string", &[], -1);
+        s.value = Some("-2".to_owned());
+        assert_eq!((s.kind(), s.counter()), (StateKind::Counter, Some(-2)));
+        let listening = |semaphore, latch| Some(Listeners { semaphore, latch });
+        s.listeners = listening(1, 0);
+        assert_eq!(s.kind(), StateKind::Semaphore);
+        s.listeners = listening(0, 3);
+        assert_eq!(s.kind(), StateKind::CountDownLatch);
+        // Both: the key alone cannot say which, so neither is claimed.
+        s.listeners = listening(1, 1);
+        assert_eq!(s.kind(), StateKind::Counter);
+        s.permits_len = 1;
+        assert_eq!(s.kind(), StateKind::ExpirableSemaphore);
+        assert!(s.problems().is_empty() && s.is_counter() && s.owners().is_empty());
+        s.value = Some("x".to_owned());
+        assert_eq!(kinds(&s), [ProblemKind::WrongType]);
     }
 
     #[test]

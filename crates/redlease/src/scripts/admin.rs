@@ -208,7 +208,7 @@ impl FromRedisValue for ForceUnlocked {
             changed: changed == 1,
             waiters: waiters.collect(),
             queue_len: int(queued)?.max(0) as u64,
-            node: None,
+            ..LockState::absent(String::new())
         }))
     }
 }

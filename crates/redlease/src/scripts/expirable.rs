@@ -1,7 +1,7 @@
 //! The expirable semaphore's scripts: Redisson's `RPermitExpirableSemaphore`
 //! layout, with the server's clock.
 //!
-//! Layout (see [`layout::permits_timeout_key`] and
+//! Layout (see [`layout::permits_key`] and
 //! [`layout::semaphore_channel`]): the string key `name` holds the number of
 //! free permits; the zset `{name}:timeout` holds one member per acquired
 //! permit, its raw 16-byte id, scored with its expiry in epoch
@@ -116,7 +116,7 @@ return {flag, -1}
 /// (Redisson's `tryAcquireAsync(ids, timeoutDate)`).
 ///
 /// * KEYS\[1\]: `name`, the free permits; KEYS\[2\]: `{name}:timeout`,
-///   [`layout::permits_timeout_key`]; KEYS\[3\]: `redisson_sc:{name}`,
+///   [`layout::permits_key`]; KEYS\[3\]: `redisson_sc:{name}`,
 ///   [`layout::semaphore_channel`].
 /// * ARGV\[1\]: the number of permits; ARGV\[2\]: the lease in
 ///   milliseconds; ARGV\[3\]: `publish` or `spublish`, for the reclaim's
@@ -133,7 +133,7 @@ return {flag, -1}
 pub(crate) fn acquire(name: &str, lease_ms: u64, ids: &[&[u8]], publish: Publish) -> ScriptCall {
     let mut call = ScriptCall::new(&ACQUIRE)
         .key(name)
-        .key(layout::permits_timeout_key(name))
+        .key(layout::permits_key(name))
         .key(layout::semaphore_channel(name))
         .arg(ids.len())
         .arg(lease_ms)
@@ -203,7 +203,7 @@ pub(crate) fn release(name: &str, id: &[u8], publish: Publish) -> ScriptCall {
     ScriptCall::new(&RELEASE)
         .key(name)
         .key(layout::semaphore_channel(name))
-        .key(layout::permits_timeout_key(name))
+        .key(layout::permits_key(name))
         .arg(id)
         .arg(publish.command())
 }
@@ -256,7 +256,7 @@ return 0
 pub(crate) fn renew(name: &str, id: &[u8], lease_ms: u64, publish: Publish) -> ScriptCall {
     ScriptCall::new(&RENEW)
         .key(name)
-        .key(layout::permits_timeout_key(name))
+        .key(layout::permits_key(name))
         .key(layout::semaphore_channel(name))
         .arg(id)
         .arg(lease_ms)
@@ -286,7 +286,7 @@ return {free, redis.call('zcount', KEYS[2], 0, '+inf')}
 pub(crate) fn counts(name: &str, publish: Publish) -> ScriptCall {
     ScriptCall::new(&COUNTS)
         .key(name)
-        .key(layout::permits_timeout_key(name))
+        .key(layout::permits_key(name))
         .key(layout::semaphore_channel(name))
         .arg(publish.command())
 }
@@ -370,7 +370,7 @@ pub(crate) fn set(name: &str, permits: i64, publish: Publish) -> ScriptCall {
     ScriptCall::new(&SET)
         .key(name)
         .key(layout::semaphore_channel(name))
-        .key(layout::permits_timeout_key(name))
+        .key(layout::permits_key(name))
         .arg(permits)
         .arg(publish.command())
 }

@@ -372,3 +372,85 @@ async fn methods_with_a_client_field_exclude_each_other() {
         &format!("{}:receipt:3", sales.prefix)
     ));
 }
+
+#[distributed_lock(key = "{name}", mode = "read", client = client)]
+async fn declared_read(client: &Client, name: &str) -> Result<Seen, AppError> {
+    Ok(look(name))
+}
+
+#[distributed_lock(key = "{name}", mode = "read", client = client, wait = "5s")]
+async fn declared_read_waiting(client: &Client, name: &str) -> Result<Instant, AppError> {
+    Ok(Instant::now())
+}
+
+#[distributed_lock(key = "{name}", mode = "write", client = client, lease = "10s")]
+async fn declared_write(client: &Client, name: &str) -> Result<(Seen, String), AppError> {
+    let mode: String = redis::cmd("HGET")
+        .arg(name)
+        .arg("mode")
+        .query(&mut RedisServer::shared().connection())
+        .unwrap();
+    Ok((look(name), mode))
+}
+
+/// `mode = "read"` takes the read side: it runs beside another reader,
+/// is refused while a writer holds the lock, and leaves no key behind.
+#[tokio::test]
+async fn read_mode_shares_with_readers_and_waits_for_the_writer() {
+    let (holder, c) = (client().await, client().await);
+    let name = unique("declared-read");
+    let rw = holder.read_write_lock(&name);
+
+    let reading = rw.read().try_lock().await.unwrap();
+    let seen = declared_read(&c, &name).await.unwrap();
+    // `mode` and two readers: the other holder's and ours.
+    assert_eq!(seen.fields, 3, "{seen:?}");
+    reading.unlock().await.unwrap();
+    assert!(!exists(RedisServer::shared(), &name));
+
+    let writing = rw.write().try_lock().await.unwrap();
+    let e = declared_read(&c, &name).await.unwrap_err().into_lock();
+    assert!(e.is_busy(), "{e:?}");
+    let releaser = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        writing.unlock().await.unwrap();
+        Instant::now()
+    });
+    let ran_at = declared_read_waiting(&c, &name).await.unwrap();
+    let released = releaser.await.unwrap();
+    assert!(ran_at >= released, "read while the writer held the lock");
+    assert!(!exists(RedisServer::shared(), &name));
+}
+
+/// `mode = "write"` takes the write side with its fixed lease: `mode` is
+/// `write` while the body runs, and a reader or a plain lock of the same
+/// name makes it busy.
+#[tokio::test]
+async fn write_mode_is_alone() {
+    let (holder, c) = (client().await, client().await);
+    let name = unique("declared-write");
+
+    let (seen, mode) = declared_write(&c, &name).await.unwrap();
+    assert_eq!(mode, "write");
+    assert_eq!(seen.fields, 2, "{seen:?}");
+    assert!(seen.pttl > 9_000 && seen.pttl <= 10_000, "{seen:?}");
+    assert!(!exists(RedisServer::shared(), &name));
+
+    let reading = holder
+        .read_write_lock(&name)
+        .read()
+        .try_lock()
+        .await
+        .unwrap();
+    let e = declared_write(&c, &name).await.unwrap_err().into_lock();
+    assert!(e.is_busy(), "{e:?}");
+    reading.unlock().await.unwrap();
+
+    let plain = holder.lock(&name).try_lock().await.unwrap();
+    let e = declared_write(&c, &name).await.unwrap_err().into_lock();
+    assert!(e.is_busy(), "{e:?}");
+    let e = declared_read(&c, &name).await.unwrap_err().into_lock();
+    assert!(e.is_busy(), "{e:?}");
+    plain.unlock().await.unwrap();
+    declared_write(&c, &name).await.unwrap();
+}

@@ -54,6 +54,18 @@ async fn issue_receipt(bill_id: u64, amount: &str) -> Result<u64, AppError> {
     Ok(bill_id * 1000 + cents)
 }
 
+/// The two sides of a read-write lock on one key.
+#[distributed_lock(key = "catalog:prices:{region}", mode = "read", wait = "2s")]
+async fn read_prices(region: &str) -> Result<usize, AppError> {
+    Ok(region.len())
+}
+
+#[distributed_lock(mode = "write", key = "catalog:prices:{region}", lease = "1m")]
+async fn rebuild_prices(region: &str) -> Result<(), AppError> {
+    let _ = region;
+    Ok(())
+}
+
 #[distributed_lock(key = "{{tenant:{order.customer.tenant}}}:order:{order.id}:{order.lines.1}")]
 async fn ship(order: Order) -> app::Result<Order> {
     Ok(order)
@@ -157,6 +169,8 @@ fn main() {
     is_send(payroll("2026-11", vec![]));
     is_send(generic(1u32, "label", [2u32]));
     is_send(zero_wait(1));
+    is_send(read_prices("eu"));
+    is_send(rebuild_prices("eu"));
     is_send(specs(1, 2, 3, 4.5));
     let name = String::from("n");
     drop(coerce(&name, true));
