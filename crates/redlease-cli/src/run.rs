@@ -7,7 +7,7 @@ use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use redlease::{Lock, LockGuard, LostReason};
+use redlease::{Error, Lock, LockGuard, LostReason, PermitGuard};
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
@@ -38,12 +38,43 @@ use crate::signals::{self, Caught};
 /// RReadWriteLock) and CMD runs under its read side (shared with other
 /// readers) or its write side (alone); without either, the plain lock. A
 /// plain lock and a read-write lock of the same name exclude each other.
+///
+/// With --semaphore NAME --permits N instead of --key, at most N commands
+/// run at once across the fleet: the semaphore NAME (Redisson's
+/// RPermitExpirableSemaphore) gets N permits if it has none yet, and CMD
+/// runs holding one, renewed like a lock (so a crashed redlease's permit
+/// comes back within one watchdog timeout). CMD gets the permit's id in
+/// REDLEASE_PERMIT_ID and NAME in REDLEASE_SEMAPHORE. A busy semaphore,
+/// a lost permit and --lease behave as for a lock.
 #[derive(Debug, clap::Args)]
 #[command(after_help = after_help())]
 pub(crate) struct RunArgs {
     /// The lock's name, which is its Redis key.
-    #[arg(long, short = 'k', value_name = "KEY")]
-    key: String,
+    #[arg(
+        long,
+        short = 'k',
+        value_name = "KEY",
+        required_unless_present = "semaphore",
+        conflicts_with = "semaphore"
+    )]
+    key: Option<String>,
+    /// Runs CMD holding one permit of the semaphore NAME (a Redis key)
+    /// instead of a lock: at most --permits commands at once.
+    #[arg(long, value_name = "NAME", requires = "permits", conflicts_with_all = ["read", "write"])]
+    semaphore: Option<String>,
+    /// The semaphore's number of permits, set only if it has none yet (a
+    /// semaphore that exists keeps its count: change it with Redisson's
+    /// setPermits or `ExpirableSemaphore::set_permits`).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "semaphore",
+        // clap drops a requirement that conflicts with an argument given,
+        // so with --key the one above would not be checked.
+        conflicts_with = "key",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(i32::MAX))
+    )]
+    permits: Option<u32>,
     /// Takes the read side of the read-write lock KEY: runs beside other
     /// --read runs (and Redisson readers), waits for a writer.
     #[arg(long, conflicts_with = "write")]
@@ -98,7 +129,8 @@ fn after_help() -> String {
     format!(
         "durations: {}\n\nexamples:\n  redlease run --key reports:nightly --wait 10s -- ./nightly-report\n  \
          redlease run --key catalog:prices --write -- ./rebuild-prices\n  \
-         redlease run --key catalog:prices --read --wait 1m -- ./export-prices",
+         redlease run --key catalog:prices --read --wait 1m -- ./export-prices\n  \
+         redlease run --semaphore jobs:export --permits 4 --wait 10m -- ./export",
         redlease_grammar::duration::GRAMMAR
     )
 }
@@ -129,15 +161,15 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
             return ExitCode::from(signals::exit_status(sig));
         }
     };
-    let guard = match acquired {
-        Ok(guard) => guard,
+    let held = match acquired {
+        Ok(held) => held,
         Err(Failure::Busy(message)) => {
             eprintln!("redlease: {message}");
             return ExitCode::from(args.conflict_exit_code);
         }
         Err(Failure::Other(message)) => return fail(&message),
     };
-    let mut child = match spawn(&args, &guard) {
+    let mut child = match spawn(&args, &held) {
         Ok(child) => child,
         Err(e) => {
             let code = match e.kind() {
@@ -148,24 +180,24 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
                 "redlease: cannot run {:?}: {e}",
                 args.command[0].to_string_lossy()
             );
-            release(&target, guard, false).await;
+            release(&target, held, false).await;
             return ExitCode::from(code);
         }
     };
-    let (status, mut lost) = supervise(&mut child, &guard, &mut caught, &args).await;
+    let (status, mut lost) = supervise(&mut child, &held, &mut caught, &args).await;
     if status.is_err() {
         // Not knowing whether it still runs, make sure it does not outlive
         // the lock.
         let _ = child.start_kill();
     }
-    let gone = !release(&target, guard, lost.is_some()).await;
+    let what = args.what();
+    let gone = !release(&target, held, lost.is_some()).await;
     if gone && lost.is_none() {
         // Lost before the watchdog could tell (it checks every third of its
         // timeout), while the command ran: its work was not protected.
         lost = Some(LostReason::OwnerChanged);
         warn(&format!(
-            "lock {:?} was lost while the command ran (found when releasing it)",
-            args.key
+            "{what} was lost while the command ran (found when releasing it)"
         ));
     }
     match (status, lost) {
@@ -175,21 +207,76 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
     }
 }
 
+impl RunArgs {
+    /// What CMD runs under, for messages: `lock "k"` or `semaphore "s"`.
+    fn what(&self) -> String {
+        match (&self.key, &self.semaphore) {
+            (_, Some(name)) => format!("a permit of semaphore {name:?}"),
+            (Some(key), None) => format!("lock {key:?}"),
+            // clap requires one of them.
+            (None, None) => "the lock".to_owned(),
+        }
+    }
+}
+
+/// What CMD runs under: a lock, or a semaphore's permit.
+enum Held {
+    Lock(LockGuard),
+    Permit(PermitGuard),
+}
+
+impl Held {
+    async fn lost(&self) -> LostReason {
+        match self {
+            Held::Lock(guard) => guard.lost().await,
+            Held::Permit(permit) => permit.lost().await,
+        }
+    }
+
+    async fn release(self) -> Result<(), Error> {
+        match self {
+            Held::Lock(guard) => guard.unlock().await,
+            Held::Permit(permit) => permit.release().await,
+        }
+    }
+}
+
 /// Why no lock was acquired: busy, or anything else; both as messages.
 enum Failure {
     Busy(String),
     Other(String),
 }
 
-async fn acquire(target: &Target, args: &RunArgs) -> Result<LockGuard, Failure> {
+async fn acquire(target: &Target, args: &RunArgs) -> Result<Held, Failure> {
     let client = target
         .client(args.watchdog_timeout)
         .await
         .map_err(Failure::Other)?;
+    let failure = |e: Error| match e.is_busy() {
+        true => Failure::Busy(e.to_string()),
+        false => Failure::Other(target.scrub(&format!("cannot take {}: {e}", args.what()))),
+    };
+    if let (Some(name), Some(permits)) = (&args.semaphore, args.permits) {
+        let mut semaphore = client.expirable_semaphore(name);
+        if let Some(lease) = args.lease {
+            semaphore = semaphore.lease(lease);
+        }
+        semaphore
+            .try_set_permits(u64::from(permits))
+            .await
+            .map_err(failure)?;
+        let acquired = match args.wait {
+            None => semaphore.acquire().await,
+            Some(Duration::ZERO) => semaphore.try_acquire().await,
+            Some(wait) => semaphore.try_acquire_for(wait).await,
+        };
+        return acquired.map(Held::Permit).map_err(failure);
+    }
+    let key = args.key.as_deref().unwrap_or_default();
     let mut lock: Lock = match (args.read, args.write) {
-        (true, _) => client.read_write_lock(&args.key).read(),
-        (_, true) => client.read_write_lock(&args.key).write(),
-        _ => client.lock(&args.key),
+        (true, _) => client.read_write_lock(key).read(),
+        (_, true) => client.read_write_lock(key).write(),
+        _ => client.lock(key),
     };
     if let Some(lease) = args.lease {
         lock = lock.lease(lease);
@@ -199,25 +286,28 @@ async fn acquire(target: &Target, args: &RunArgs) -> Result<LockGuard, Failure> 
         Some(Duration::ZERO) => lock.try_lock().await,
         Some(wait) => lock.try_lock_for(wait).await,
     };
-    acquired.map_err(|e| match e.is_busy() {
-        true => Failure::Busy(e.to_string()),
-        false => Failure::Other(target.scrub(&format!("cannot lock {:?}: {e}", args.key))),
-    })
+    acquired.map(Held::Lock).map_err(failure)
 }
 
-fn spawn(args: &RunArgs, guard: &LockGuard) -> io::Result<Child> {
-    Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .env("REDLEASE_FENCING_TOKEN", guard.fencing_token().to_string())
-        .env("REDLEASE_KEY", &args.key)
-        .spawn()
+fn spawn(args: &RunArgs, held: &Held) -> io::Result<Child> {
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    match held {
+        Held::Lock(guard) => command
+            .env("REDLEASE_FENCING_TOKEN", guard.fencing_token().to_string())
+            .env("REDLEASE_KEY", guard.name()),
+        Held::Permit(permit) => command
+            .env("REDLEASE_PERMIT_ID", permit.id())
+            .env("REDLEASE_SEMAPHORE", permit.name()),
+    };
+    command.spawn()
 }
 
 /// Waits for CMD to exit, passing signals on and stopping it if the lock is
 /// lost. Returns its status, and the loss if it happened.
 async fn supervise(
     child: &mut Child,
-    guard: &LockGuard,
+    held: &Held,
     caught: &mut Caught,
     args: &RunArgs,
 ) -> (io::Result<ExitStatus>, Option<LostReason>) {
@@ -231,20 +321,20 @@ async fn supervise(
                     signals::send(child.id(), sig);
                 }
             }
-            reason = guard.lost(), if lost.is_none() => {
+            reason = held.lost(), if lost.is_none() => {
                 lost = Some(reason);
                 if args.on_lost == OnLost::Stop {
                     warn(&format!(
-                        "lock {:?} lost ({reason}); stopping the command (SIGTERM, SIGKILL after {})",
-                        args.key,
+                        "{} lost ({reason}); stopping the command (SIGTERM, SIGKILL after {})",
+                        args.what(),
                         duration::human(args.grace)
                     ));
                     signals::send(child.id(), Signal::SIGTERM);
                     kill_at = Some(Instant::now() + args.grace);
                 } else {
                     warn(&format!(
-                        "lock {:?} lost ({reason}); the command keeps running (--on-lost=ignore)",
-                        args.key
+                        "{} lost ({reason}); the command keeps running (--on-lost=ignore)",
+                        args.what()
                     ));
                 }
             }
@@ -256,18 +346,21 @@ async fn supervise(
     }
 }
 
-/// Releases the lock after CMD. Returns false when the lock was no longer
-/// ours. Any other failure is only a warning, since CMD's status is what
-/// the caller wants to see, and the lease frees the lock.
-async fn release(target: &Target, guard: LockGuard, lost: bool) -> bool {
-    let key = guard.name().to_owned();
-    match guard.unlock().await {
+/// Releases the lock (or permit) after CMD. Returns false when it was no
+/// longer ours. Any other failure is only a warning, since CMD's status is
+/// what the caller wants to see, and the lease frees the lock.
+async fn release(target: &Target, held: Held, lost: bool) -> bool {
+    let what = match &held {
+        Held::Lock(guard) => format!("lock {:?}", guard.name()),
+        Held::Permit(permit) => format!("permit {} of semaphore {:?}", permit.id(), permit.name()),
+    };
+    match held.release().await {
         Ok(()) => true,
         Err(e) if e.is_not_owner() => false,
         Err(e) => {
             if !lost {
                 warn(&target.scrub(&format!(
-                    "cannot release lock {key:?} ({e}); it expires after its lease"
+                    "cannot release {what} ({e}); it expires after its lease"
                 )));
             }
             true

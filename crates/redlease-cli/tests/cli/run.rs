@@ -639,3 +639,130 @@ fn terminal_ctrl_c_reaches_the_command_once() {
     let log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(log.matches("INT").count(), 1, "{log}");
 }
+
+/// `--semaphore NAME --permits N`: six processes, at most two at once, each
+/// told its permit's id; the semaphore is Redisson's expirable one, and
+/// every permit is given back.
+#[test]
+fn a_semaphore_run_lets_at_most_n_commands_run_at_once() {
+    let server = RedisServer::shared();
+    let name = unique("run:semaphore");
+    let dir = temp_dir("semaphore");
+    let log = dir.join("log");
+    // Each command counts the runs in progress (a file per run) and logs
+    // how many it saw.
+    let script = format!(
+        "touch {d}/running.$$; ls {d} | grep -c running >> {log}; \
+         echo id $REDLEASE_PERMIT_ID $REDLEASE_SEMAPHORE >> {log}; sleep 0.2; rm {d}/running.$$",
+        d = dir.display(),
+        log = log.display()
+    );
+    let mut children: Vec<_> = (0..6)
+        .map(|_| {
+            redlease(&server.url())
+                .args([
+                    "run",
+                    "--semaphore",
+                    &name,
+                    "--permits",
+                    "2",
+                    "--wait",
+                    "30s",
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ])
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in &mut children {
+        assert!(wait(child, LIMIT).success());
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    let seen: Vec<u32> = log.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(seen.len(), 6, "{log}");
+    assert!(seen.iter().all(|n| *n <= 2), "more than 2 at once:\n{log}");
+    assert!(seen.contains(&2), "never 2 at once:\n{log}");
+    let ids: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("id ")).collect();
+    assert_eq!(ids.len(), 6, "{log}");
+    for id in &ids {
+        let (id, semaphore) = id.split_once(' ').expect(&log);
+        assert_eq!(id.len(), 32, "{log}");
+        assert_eq!(semaphore, name);
+    }
+    assert_eq!(redis::<String>(server, &["GET", &name]), "2");
+    assert_eq!(
+        redis::<i64>(server, &["ZCARD", &format!("{{{name}}}:timeout")]),
+        0
+    );
+}
+
+/// A semaphore with no free permit: busy after --wait, exit 75; the
+/// semaphore's count is never reset by `--permits`.
+#[test]
+fn a_busy_semaphore_exits_with_the_conflict_code() {
+    let server = RedisServer::shared();
+    let name = unique("run:semaphore-busy");
+    redis::<String>(server, &["SET", &name, "0"]);
+    let started = Instant::now();
+    let out = output(
+        redlease(&server.url()).args([
+            "run",
+            "--semaphore",
+            &name,
+            "--permits",
+            "3",
+            "--wait",
+            "300ms",
+            "--",
+            "true",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(redis::<String>(server, &["GET", &name]), "0");
+}
+
+/// `--semaphore` needs `--permits` (at least 1) and excludes `--key`,
+/// `--read` and `--write`; all refused before connecting.
+#[test]
+fn semaphore_usage_errors_exit_2_before_connecting() {
+    for args in [
+        &["run", "--semaphore", "s", "--", "true"][..],
+        &["run", "--semaphore", "s", "--permits", "0", "--", "true"],
+        &["run", "--semaphore", "s", "--permits", "x", "--", "true"],
+        &[
+            "run",
+            "--semaphore",
+            "s",
+            "--permits",
+            "2",
+            "--key",
+            "k",
+            "--",
+            "true",
+        ],
+        &[
+            "run",
+            "--semaphore",
+            "s",
+            "--permits",
+            "2",
+            "--read",
+            "--",
+            "true",
+        ],
+        &["run", "--key", "k", "--permits", "2", "--", "true"],
+    ] {
+        let out = output(redlease("redis://127.0.0.1:1").args(args), LIMIT);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("connect"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
