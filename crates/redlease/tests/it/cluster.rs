@@ -247,3 +247,79 @@ async fn wrong_credentials_on_a_cluster_are_an_auth_error() {
         .await
         .unwrap();
 }
+
+/// Redisson's lock family on a cluster, with and without a hash tag of the
+/// user's: every key and channel in the name's slot (a latch's only for
+/// names without braces), waiters of each woken across clients by sharded
+/// messages, and read holds renewed per slot with their timeout keys.
+#[tokio::test]
+async fn the_lock_family_works_on_a_cluster() {
+    let cluster = shared_cluster();
+    let watchdog = Duration::from_millis(900);
+    let (a, b) = (
+        cluster_client(cluster, watchdog).await,
+        cluster_client(cluster, watchdog).await,
+    );
+    for name in [unique("family"), format!("{{{}}}:tagged", unique("family"))] {
+        let slot = key_slot(&name);
+        for derived in [
+            redlease::layout::rwlock_channel(&name),
+            redlease::layout::read_timeout_prefix(&name, "u:1"),
+            redlease::layout::semaphore_channel(&name),
+            redlease::layout::permits_key(&name),
+        ] {
+            assert_eq!(key_slot(&derived), slot, "{derived} of {name}");
+        }
+        // A read hold outlives several watchdog rounds (its timeout keys
+        // renewed), a writer waits for it and is woken by its release.
+        let read = a.read_write_lock(&name).read().try_lock().await.unwrap();
+        let writer = {
+            let write = b.read_write_lock(&name).write();
+            tokio::spawn(async move {
+                let g = write.try_lock_for(Duration::from_secs(10)).await;
+                (g, Instant::now())
+            })
+        };
+        tokio::time::sleep(watchdog * 2).await;
+        assert!(!read.is_lost());
+        let released = Instant::now();
+        read.unlock().await.unwrap();
+        let (g, at) = writer.await.unwrap();
+        assert!(
+            at - released < Duration::from_secs(1),
+            "{:?}",
+            at - released
+        );
+        g.unwrap().unlock().await.unwrap();
+
+        let sem_name = format!("{name}:sem");
+        let sem = a.semaphore(&sem_name);
+        assert!(sem.try_set_permits(1).await.unwrap());
+        assert!(sem.try_acquire(1).await.unwrap());
+        let waiter = {
+            let sem = b.semaphore(&sem_name);
+            tokio::spawn(async move { sem.try_acquire_for(1, Duration::from_secs(10)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        sem.release(1).await.unwrap();
+        assert!(waiter.await.unwrap().unwrap());
+
+        let permits = a.expirable_semaphore(format!("{name}:permits"));
+        assert!(permits.try_set_permits(1).await.unwrap());
+        let held = permits.try_acquire().await.unwrap();
+        tokio::time::sleep(watchdog * 2).await;
+        assert!(!held.is_lost());
+        held.release().await.unwrap();
+    }
+    // A latch, whose channel always adds braces: fine without a tag.
+    let name = unique("family-latch");
+    let latch = a.count_down_latch(&name);
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiter = {
+        let latch = b.count_down_latch(&name);
+        tokio::spawn(async move { latch.wait_for(Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    latch.count_down().await.unwrap();
+    assert!(waiter.await.unwrap().unwrap());
+}
