@@ -2,6 +2,7 @@
 //! (renewal, loss, release, Drop) is the holding engine's ([`crate::hold`]).
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::hold::{Held, Hold, LeaseMode};
@@ -85,6 +86,47 @@ impl LockGuard {
     /// the background, as for any dropped guard.
     pub async fn unlock(mut self) -> Result<(), Error> {
         self.hold.release().await
+    }
+
+    /// Sets a fixed-lease lock to expire `lease` from now (longer or
+    /// shorter than what is left), checking that it is still ours, and
+    /// moves the guard's own expiry (which [`lost`](LockGuard::lost) and
+    /// [`is_lost`](LockGuard::is_lost) follow) to match: from when the
+    /// request was sent, so it never outlasts the key. Guards that
+    /// re-entered the same hold in an owner scope share the new expiry.
+    ///
+    /// A watchdog-mode guard is renewed every third of the watchdog timeout
+    /// by itself, so `extend` refuses it; take a fixed lease
+    /// ([`Lock::lease`](crate::Lock::lease)) to choose its length by hand.
+    ///
+    /// # Errors
+    ///
+    /// [`is_not_owner`](Error::is_not_owner) at once, never retried, when the
+    /// lock is gone (expired, released, taken over) or already counts as
+    /// lost by this guard's clock: a lock that `lost()` may have reported is
+    /// not brought back, even while its key lingers in Redis; `lost()` then
+    /// resolves. [`is_invalid_argument`](Error::is_invalid_argument) for a
+    /// lease under 1 ms or a watchdog-mode guard. Connection and server
+    /// errors as they come (the guard's expiry is then left as it was).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the key extended in Redis while the
+    /// guard keeps its earlier expiry: it errs on the side of stopping
+    /// early, never late.
+    pub async fn extend(&self, lease: Duration) -> Result<(), Error> {
+        let lease_ms =
+            crate::name::lease_millis("lease", lease).map_err(|e| e.with_key(self.hold.name()))?;
+        self.hold.extend(lease_ms).await
+    }
+
+    /// The end of this guard's fixed lease by the local clock (moved by
+    /// [`extend`](LockGuard::extend)); `None` in watchdog mode.
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        match self.hold.mode() {
+            LeaseMode::Watchdog => None,
+            LeaseMode::Fixed { expires_at } => Some(expires_at.at().into_std()),
+        }
     }
 
     /// Asks Redis whether this guard still holds the lock.

@@ -8,8 +8,11 @@
 //! and adds only what it shows its users.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use ::metrics::SharedString;
+use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
@@ -17,16 +20,92 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
+use crate::scripts::lock::{Renewal, Renewed};
 use crate::{metrics, release};
 
 /// How a hold's lease is kept: never both.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum LeaseMode {
     /// Renewed by the client's watchdog.
     Watchdog,
-    /// Never renewed; gone at `expires_at` by our clock (the acquire was sent
-    /// before this instant minus the lease, so Redis expires it no earlier).
-    Fixed { expires_at: Instant },
+    /// Never renewed by itself; gone at `expires_at` by our clock (the
+    /// acquire, or the last [`extend`](Hold::extend), was sent before this
+    /// instant minus the lease, so Redis expires it no earlier).
+    Fixed { expires_at: Expiry },
+}
+
+impl LeaseMode {
+    /// The lease to restore on a re-entry or a re-entered guard's release:
+    /// a fixed lease's current length, else `watchdog_ms`.
+    pub(crate) fn lease_ms(&self, watchdog_ms: u64) -> u64 {
+        match self {
+            LeaseMode::Watchdog => watchdog_ms,
+            LeaseMode::Fixed { expires_at } => expires_at.lease_ms(),
+        }
+    }
+}
+
+/// A fixed lease's end by our clock, and its length, shared by the guards
+/// of one hold (an owner scope's re-entries) and moved by [`Hold::extend`].
+#[derive(Clone, Debug)]
+pub(crate) struct Expiry(Arc<ExpiryState>);
+
+#[derive(Debug)]
+struct ExpiryState {
+    at: watch::Sender<Instant>,
+    /// The lease a re-entry or the release of a re-entered guard sets the
+    /// key's expiry to: the last one asked for, so that the key never ends
+    /// before what the guards report.
+    lease_ms: AtomicU64,
+}
+
+impl Expiry {
+    pub(crate) fn new(at: Instant, lease_ms: u64) -> Expiry {
+        Expiry(Arc::new(ExpiryState {
+            at: watch::Sender::new(at),
+            lease_ms: AtomicU64::new(lease_ms),
+        }))
+    }
+
+    /// The end of the lease, now.
+    pub(crate) fn at(&self) -> Instant {
+        *self.0.at.borrow()
+    }
+
+    /// The lease's length, now.
+    fn lease_ms(&self) -> u64 {
+        self.0.lease_ms.load(Ordering::Acquire)
+    }
+
+    /// The lease is now `lease_ms` from `sent_at`.
+    fn moved(&self, sent_at: Instant, lease_ms: u64) {
+        self.0.lease_ms.store(lease_ms, Ordering::Release);
+        self.0
+            .at
+            .send_replace(sent_at + Duration::from_millis(lease_ms));
+    }
+
+    /// Whether the lease has ended at `now`.
+    fn passed(&self, now: Instant) -> bool {
+        now >= self.at()
+    }
+
+    /// Resolves when the lease ends, following extensions.
+    async fn until_passed(&self) {
+        let mut moved = self.0.at.subscribe();
+        loop {
+            let at = *moved.borrow_and_update();
+            tokio::select! {
+                () = sleep_until(at) => {
+                    if self.passed(Instant::now()) {
+                        return;
+                    }
+                }
+                // Never an error: `self` holds the sender.
+                _ = moved.changed() => {}
+            }
+        }
+    }
 }
 
 /// What a successful acquire granted, with what the hold needs to know
@@ -74,7 +153,7 @@ impl Hold {
     /// watchdog unless its lease is fixed.
     pub(crate) fn new(client: Client, kind: Kind, name: Arc<str>, grant: Grant) -> Hold {
         let lost = LostSignal::new();
-        let watchdog_id = match grant.mode {
+        let watchdog_id = match &grant.mode {
             LeaseMode::Watchdog => Some(client.watchdog().register(
                 name.clone(),
                 grant.field.clone(),
@@ -91,7 +170,7 @@ impl Hold {
             watchdog_id,
             label: grant.label.clone(),
             since: Instant::now(),
-            mode: grant.mode,
+            mode: grant.mode.clone(),
         });
         Hold {
             client,
@@ -136,7 +215,7 @@ impl Hold {
         Some(Held {
             field: self.field.clone(),
             lease_ms: self.lease_ms,
-            mode: self.mode,
+            mode: self.mode.clone(),
             lost: self.lost.clone(),
             registration: self.registration.clone()?,
             token: self.token,
@@ -155,8 +234,8 @@ impl Hold {
         self.token
     }
 
-    pub(crate) fn mode(&self) -> LeaseMode {
-        self.mode
+    pub(crate) fn mode(&self) -> &LeaseMode {
+        &self.mode
     }
 
     /// Releases the hold, owner-checked, after stopping its renewal. After a
@@ -167,9 +246,12 @@ impl Hold {
         let span =
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
         let conn = self.client.conn();
-        let call = self
-            .kind
-            .release(&self.name, self.lease_ms, &self.field, conn.publish());
+        let call = self.kind.release(
+            &self.name,
+            self.mode.lease_ms(self.lease_ms),
+            &self.field,
+            conn.publish(),
+        );
         let result = release::run(conn, &call, &self.name)
             .instrument(span.clone())
             .await;
@@ -208,13 +290,49 @@ impl Hold {
         }
     }
 
+    /// Sets a fixed lease's end to `lease_ms` from now, owner-checked, and
+    /// moves the local expiry with it once Redis confirmed.
+    pub(crate) async fn extend(&self, lease_ms: u64) -> Result<(), Error> {
+        let LeaseMode::Fixed { expires_at } = &self.mode else {
+            return Err(Error::invalid(format!(
+                "lock {:?} is held in watchdog mode, which renews it every third of the \
+                 watchdog timeout; extend is for fixed leases",
+                self.name
+            ))
+            .with_key(&self.name));
+        };
+        // Lost by our clock (or reported lost): `lost()` may have told the
+        // caller already, so the hold stays lost even if its key lingers.
+        if self.is_lost() {
+            return Err(Error::not_owner(&self.name));
+        }
+        let call = self.kind.extend(&self.name, lease_ms, &self.field);
+        let sent_at = Instant::now();
+        let reply = self.client.conn().run::<Renewed>(&call).await;
+        match reply.map_err(|e| Error::from(e).with_key(&self.name))? {
+            Renewed(r) if r.first() == Some(&Renewal::Renewed) => {
+                // From when the request was sent: Redis set the expiry no
+                // earlier, so ours never outlasts it (a shorter lease
+                // shortens both).
+                expires_at.moved(sent_at, lease_ms);
+                tracing::debug!(key = %self.name, lease_ms, "fixed lease extended");
+                Ok(())
+            }
+            _ => {
+                self.lost.set(LostReason::OwnerChanged);
+                metrics::lost(&self.label, LostReason::OwnerChanged);
+                Err(Error::not_owner(&self.name))
+            }
+        }
+    }
+
     /// Resolves when the hold is known or must be assumed lost.
     pub(crate) async fn lost(&self) -> LostReason {
-        match self.mode {
+        match &self.mode {
             LeaseMode::Watchdog => self.lost.wait().await,
             LeaseMode::Fixed { expires_at } => tokio::select! {
                 reason = self.lost.wait() => reason,
-                _ = sleep_until(expires_at) => LostReason::Expired,
+                () = expires_at.until_passed() => LostReason::Expired,
             },
         }
     }
@@ -223,7 +341,7 @@ impl Hold {
     pub(crate) fn is_lost(&self) -> bool {
         lost_now(
             &self.client,
-            self.mode,
+            &self.mode,
             &self.lost,
             self.registration.as_deref(),
         )
@@ -239,7 +357,7 @@ impl Drop for Hold {
                 self.kind,
                 &self.name,
                 &self.field,
-                self.lease_ms,
+                self.mode.lease_ms(self.lease_ms),
                 self.count_refusal.then(|| self.label.clone()),
             );
         }
@@ -268,7 +386,7 @@ impl Drop for Registration {
         }
         let now = Instant::now();
         metrics::hold_ended(&self.label, now - self.since);
-        if matches!(self.mode, LeaseMode::Fixed { expires_at } if now >= expires_at) {
+        if matches!(&self.mode, LeaseMode::Fixed { expires_at } if expires_at.passed(now)) {
             metrics::lost(&self.label, LostReason::Expired);
         }
     }
@@ -289,7 +407,7 @@ impl Held {
     /// [`Hold::is_lost`] would answer for its guards: such a hold is not
     /// re-entered, even while its key is still in Redis.
     pub(crate) fn is_lost(&self, client: &Client) -> bool {
-        lost_now(client, self.mode, &self.lost, Some(&self.registration))
+        lost_now(client, &self.mode, &self.lost, Some(&self.registration))
     }
 }
 
@@ -298,7 +416,7 @@ impl Held {
 /// it), or a loss the watchdog signalled.
 fn lost_now(
     client: &Client,
-    mode: LeaseMode,
+    mode: &LeaseMode,
     lost: &LostSignal,
     registration: Option<&Registration>,
 ) -> bool {
@@ -309,6 +427,6 @@ fn lost_now(
     let overdue = registration
         .and_then(|r| r.watchdog_id)
         .is_some_and(|id| client.watchdog().overdue(id, now));
-    let expired = matches!(mode, LeaseMode::Fixed { expires_at } if now >= expires_at);
+    let expired = matches!(mode, LeaseMode::Fixed { expires_at } if expires_at.passed(now));
     expired || overdue || lost.get().is_some()
 }

@@ -99,6 +99,19 @@ impl Kind {
         }
     }
 
+    /// The owner-checked extension of a fixed-lease hold to `lease_ms` from
+    /// now, answered as [`Renewed`](scripts::lock::Renewed) for one lock:
+    /// the watchdog's renewal of this one hold (for a read hold, with its
+    /// timeout keys).
+    pub(crate) fn extend(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+        match self {
+            Kind::Read => scripts::rwlock::renew_reads(lease_ms, [(name, field)]),
+            Kind::Plain | Kind::Fair { .. } | Kind::Write => {
+                scripts::lock::renew(lease_ms, [(name, field)])
+            }
+        }
+    }
+
     /// The re-entry of a hold an owner scope has, answered as a `bool`:
     /// whether the hold was still there (and now counts one more).
     pub(crate) fn reenter(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {

@@ -14,7 +14,7 @@ use crate::cancel::Withdrawal;
 use crate::client::Client;
 use crate::error::Error;
 use crate::guard::LockGuard;
-use crate::hold::{Grant, Hold, LeaseMode};
+use crate::hold::{Expiry, Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
 use crate::pubsub::Wakes;
@@ -325,8 +325,8 @@ impl Lock {
         let grant = Grant {
             field: field.clone(),
             lease_ms,
-            mode: lease_end.map_or(LeaseMode::Watchdog, |expires_at| LeaseMode::Fixed {
-                expires_at,
+            mode: lease_end.map_or(LeaseMode::Watchdog, |end| LeaseMode::Fixed {
+                expires_at: Expiry::new(end, lease_ms),
             }),
             sent_at,
             token,

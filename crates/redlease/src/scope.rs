@@ -68,8 +68,10 @@ struct Entry {
 /// acquisition in one branch re-enters a hold taken in another. Give each
 /// branch that must exclude the others a task (or a scope) of its own.
 /// Re-entering a fixed-lease hold, and releasing a re-entered guard, set the
-/// key's expiry to the full lease again; the guards keep reporting the first
-/// acquisition's expiry, so they never claim more time than they have.
+/// key's expiry to the full lease again (the last one
+/// [`extend`](LockGuard::extend) asked for, if any); the guards keep
+/// reporting the expiry of the acquisition or the last extension, so they
+/// never claim more time than they have.
 ///
 /// # Cancel safety
 ///
@@ -95,7 +97,7 @@ fn lookup(client_id: &str, name: &str, side: Side) -> Option<Held> {
                 Some(registration) => Some(Held {
                     field: entry.field.clone(),
                     lease_ms: entry.lease_ms,
-                    mode: entry.mode,
+                    mode: entry.mode.clone(),
                     lost: entry.lost.clone(),
                     registration,
                     token: entry.token,
@@ -180,13 +182,15 @@ pub(crate) async fn reenter(
             _ => Ok(Reentry::Acquire),
         };
     };
-    let call = kind.reenter(name, held.lease_ms, &held.field);
+    // A fixed lease's current length: `extend` may have changed it.
+    let lease_ms = held.mode.lease_ms(held.lease_ms);
+    let call = kind.reenter(name, lease_ms, &held.field);
     let undo = Undo {
         conn: client.conn().clone(),
         kind,
         name: name.clone(),
         field: held.field.clone(),
-        lease_ms: held.lease_ms,
+        lease_ms,
     };
     let (tx, rx) = oneshot::channel();
     let task_undo = undo.clone();

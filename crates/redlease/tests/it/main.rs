@@ -33,6 +33,8 @@ mod declared;
 /// The expirable semaphore: Redisson's layout, limits, wake-ups, crashed
 /// holders, renewal, cancellation.
 mod expirable;
+/// Extending a fixed lease by hand (#16).
+mod extend;
 /// The fair lock: FIFO order across clients, no stuck queue.
 mod fair;
 /// Bad input and Redis faults: typed errors, no panics, no leaked locks.
