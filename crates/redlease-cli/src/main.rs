@@ -200,7 +200,7 @@ fn check_tls_url(
 /// Prints `message` as clap prints a usage error of `subcommand` (with
 /// its usage line) and returns clap's exit code for it, 2: for checks that
 /// depend on more than one argument or on the environment.
-fn usage_error(subcommand: &str, message: String) -> ExitCode {
+pub(crate) fn usage_error(subcommand: &str, message: String) -> ExitCode {
     let mut cli = Cli::command();
     // Names the subcommands `redlease <name>` for their usage lines.
     cli.build();

@@ -7,7 +7,7 @@ use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use redlease::{Error, Lock, LockGuard, LostReason, PermitGuard};
+use redlease::{Error, Lock, LockGuard, LostReason, MultiGuard, PermitGuard};
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
@@ -39,6 +39,12 @@ use crate::signals::{self, Caught};
 /// readers) or its write side (alone); without either, the plain lock. A
 /// plain lock and a read-write lock of the same name exclude each other.
 ///
+/// With --key given more than once, CMD runs holding all of the locks,
+/// taken together or not at all (a multi-lock: in sorted order, releasing
+/// what it took whenever one is busy, so two runs naming the same keys in
+/// other orders never deadlock); REDLEASE_KEY then lists the keys and
+/// REDLEASE_FENCING_TOKENS pairs each key with its token (`KEY=TOKEN ...`).
+///
 /// With --semaphore NAME --permits N instead of --key, at most N commands
 /// run at once across the fleet: the semaphore NAME (Redisson's
 /// RPermitExpirableSemaphore) gets N permits if it has none yet, and CMD
@@ -49,7 +55,8 @@ use crate::signals::{self, Caught};
 #[derive(Debug, clap::Args)]
 #[command(after_help = after_help())]
 pub(crate) struct RunArgs {
-    /// The lock's name, which is its Redis key.
+    /// The lock's name, which is its Redis key; several --key options take
+    /// all of those locks together, or none.
     #[arg(
         long,
         short = 'k',
@@ -57,7 +64,7 @@ pub(crate) struct RunArgs {
         required_unless_present = "semaphore",
         conflicts_with = "semaphore"
     )]
-    key: Option<String>,
+    key: Vec<String>,
     /// Runs CMD holding one permit of the semaphore NAME (a Redis key)
     /// instead of a lock: at most --permits commands at once.
     #[arg(long, value_name = "NAME", requires = "permits", conflicts_with_all = ["read", "write"])]
@@ -130,7 +137,8 @@ fn after_help() -> String {
         "durations: {}\n\nexamples:\n  redlease run --key reports:nightly --wait 10s -- ./nightly-report\n  \
          redlease run --key catalog:prices --write -- ./rebuild-prices\n  \
          redlease run --key catalog:prices --read --wait 1m -- ./export-prices\n  \
-         redlease run --semaphore jobs:export --permits 4 --wait 10m -- ./export",
+         redlease run --semaphore jobs:export --permits 4 --wait 10m -- ./export\n  \
+         redlease run --key account:17 --key account:4 --wait 5s -- ./transfer",
         redlease_grammar::duration::GRAMMAR
     )
 }
@@ -145,6 +153,12 @@ enum OnLost {
 }
 
 pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
+    if args.key.len() > 1 && (args.read || args.write) {
+        return crate::usage_error(
+            "run",
+            "--read and --write take one --key: several keys are taken as plain locks".to_owned(),
+        );
+    }
     // Caught before anything else: from here on a signal is ours to handle,
     // so a lock being acquired or held is always let go.
     let mut caught = match Caught::new() {
@@ -210,11 +224,10 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
 impl RunArgs {
     /// What CMD runs under, for messages: `lock "k"` or `semaphore "s"`.
     fn what(&self) -> String {
-        match (&self.key, &self.semaphore) {
+        match (&self.key[..], &self.semaphore) {
             (_, Some(name)) => format!("a permit of semaphore {name:?}"),
-            (Some(key), None) => format!("lock {key:?}"),
-            // clap requires one of them.
-            (None, None) => "the lock".to_owned(),
+            ([key], None) => format!("lock {key:?}"),
+            (keys, None) => format!("locks {keys:?}"),
         }
     }
 }
@@ -222,6 +235,7 @@ impl RunArgs {
 /// What CMD runs under: a lock, or a semaphore's permit.
 enum Held {
     Lock(LockGuard),
+    Locks(MultiGuard),
     Permit(PermitGuard),
 }
 
@@ -229,6 +243,7 @@ impl Held {
     async fn lost(&self) -> LostReason {
         match self {
             Held::Lock(guard) => guard.lost().await,
+            Held::Locks(guard) => guard.lost().await.1,
             Held::Permit(permit) => permit.lost().await,
         }
     }
@@ -236,6 +251,7 @@ impl Held {
     async fn release(self) -> Result<(), Error> {
         match self {
             Held::Lock(guard) => guard.unlock().await,
+            Held::Locks(guard) => guard.unlock().await,
             Held::Permit(permit) => permit.release().await,
         }
     }
@@ -272,7 +288,19 @@ async fn acquire(target: &Target, args: &RunArgs) -> Result<Held, Failure> {
         };
         return acquired.map(Held::Permit).map_err(failure);
     }
-    let key = args.key.as_deref().unwrap_or_default();
+    if args.key.len() > 1 {
+        let mut locks = client.multi_lock(args.key.iter().cloned());
+        if let Some(lease) = args.lease {
+            locks = locks.lease(lease);
+        }
+        let acquired = match args.wait {
+            None => locks.lock().await,
+            Some(Duration::ZERO) => locks.try_lock().await,
+            Some(wait) => locks.try_lock_for(wait).await,
+        };
+        return acquired.map(Held::Locks).map_err(failure);
+    }
+    let key = args.key.first().map_or("", String::as_str);
     let mut lock: Lock = match (args.read, args.write) {
         (true, _) => client.read_write_lock(key).read(),
         (_, true) => client.read_write_lock(key).write(),
@@ -296,6 +324,17 @@ fn spawn(args: &RunArgs, held: &Held) -> io::Result<Child> {
         Held::Lock(guard) => command
             .env("REDLEASE_FENCING_TOKEN", guard.fencing_token().to_string())
             .env("REDLEASE_KEY", guard.name()),
+        Held::Locks(guard) => {
+            let keys: Vec<&str> = guard.guards().iter().map(LockGuard::name).collect();
+            let tokens: Vec<String> = guard
+                .guards()
+                .iter()
+                .map(|g| format!("{}={}", g.name(), g.fencing_token()))
+                .collect();
+            command
+                .env("REDLEASE_KEY", keys.join(" "))
+                .env("REDLEASE_FENCING_TOKENS", tokens.join(" "))
+        }
         Held::Permit(permit) => command
             .env("REDLEASE_PERMIT_ID", permit.id())
             .env("REDLEASE_SEMAPHORE", permit.name()),
@@ -352,6 +391,10 @@ async fn supervise(
 async fn release(target: &Target, held: Held, lost: bool) -> bool {
     let what = match &held {
         Held::Lock(guard) => format!("lock {:?}", guard.name()),
+        Held::Locks(guard) => {
+            let keys: Vec<&str> = guard.guards().iter().map(LockGuard::name).collect();
+            format!("locks {keys:?}")
+        }
         Held::Permit(permit) => format!("permit {} of semaphore {:?}", permit.id(), permit.name()),
     };
     match held.release().await {

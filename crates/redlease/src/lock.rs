@@ -196,6 +196,24 @@ impl Lock {
         self.observed(self.wait(None)).await
     }
 
+    /// One attempt for a composite of locks (a [`MultiLock`](crate::MultiLock)):
+    /// re-entry in an owner scope, else one acquire; busy with the holder's
+    /// time to live. No span or metrics of its own: the member's acquire
+    /// counts as an attempt.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Lock::try_lock).
+    pub(crate) async fn attempt_once(&self) -> Result<Attempt<LockGuard>, Error> {
+        let lease_ms = self.prepare()?;
+        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
+            Reentry::Reentered(guard) => return Ok(Attempt::Acquired(guard)),
+            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
+            Reentry::Downgrade(field) => field,
+        };
+        self.attempt(lease_ms, &field, false).await
+    }
+
     /// Re-enters in an owner scope, or waits with the waiting engine.
     async fn wait(&self, wait: Option<Duration>) -> Result<(LockGuard, Outcome), Error> {
         let lease_ms = self.prepare()?;

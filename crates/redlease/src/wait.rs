@@ -70,6 +70,12 @@ pub(crate) trait Contender: Send {
         Wakes::One
     }
 
+    /// Whether the channel may change from one attempt to the next (a
+    /// multi-lock waits for whichever member refused it last).
+    fn channel_moves(&self) -> bool {
+        false
+    }
+
     /// How often the contender must attempt again, whatever it waits for
     /// (a fair waiter refreshes its place in the queue); `None`: only when
     /// woken or when the holder's lease runs out.
@@ -130,6 +136,15 @@ pub(crate) async fn wait<C: Contender>(
             } else {
                 baton.used();
             }
+        }
+        if contender.channel_moves()
+            && waiting
+                .joined
+                .as_ref()
+                .is_some_and(|j| j.channel != contender.channel())
+        {
+            // Another member refused it this time: wait on its channel.
+            waiting.joined = None;
         }
         let holder_ttl = match outcome {
             Ok(Attempt::Acquired(acquired)) => return Ok(acquired),

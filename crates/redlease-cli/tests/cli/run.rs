@@ -766,3 +766,77 @@ fn semaphore_usage_errors_exit_2_before_connecting() {
         );
     }
 }
+
+/// `--key A --key B`: all or none. Runs naming the two keys in opposite
+/// orders never overlap and never deadlock; a run refused because one key
+/// is busy leaves the other free; the command gets every key's token.
+#[test]
+fn several_keys_are_taken_all_or_none() {
+    let server = RedisServer::shared();
+    let (a, b) = (unique("run:multi-a"), unique("run:multi-b"));
+    let file = temp_dir("multi").join("log");
+    let script = format!(
+        "echo start $$ >> {f}; sleep 0.05; echo end $$ >> {f}",
+        f = file.display()
+    );
+    let mut children: Vec<_> = (0..6)
+        .map(|i| {
+            let (first, second) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            redlease(&server.url())
+                .args([
+                    "run", "--key", first, "--key", second, "--wait", "30s", "--", "sh", "-c",
+                    &script,
+                ])
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in &mut children {
+        assert!(wait(child, LIMIT).success());
+    }
+    let log = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 12, "{log}");
+    for pair in lines.chunks(2) {
+        let pid = pair[0].strip_prefix("start ").expect(&log);
+        assert_eq!(pair[1], format!("end {pid}"), "interleaved:\n{log}");
+    }
+    let out = output(
+        redlease(&server.url()).args([
+            "run",
+            "--key",
+            &a,
+            "--key",
+            &b,
+            "--",
+            "sh",
+            "-c",
+            "echo $REDLEASE_FENCING_TOKENS",
+        ]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tokens = stdout(&out);
+    assert!(
+        tokens.contains(&format!("{a}=")) && tokens.contains(&format!("{b}=")),
+        "{tokens}"
+    );
+    // One key held elsewhere: busy, and the other is not left held.
+    redis::<i64>(server, &["HSET", &b, "someone-else:1", "1"]);
+    redis::<i64>(server, &["PEXPIRE", &b, "20000"]);
+    let out = output(
+        redlease(&server.url())
+            .args(["run", "--key", &a, "--key", &b, "--wait", "0", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert_eq!(redis::<i64>(server, &["EXISTS", &a]), 0);
+    redis::<i64>(server, &["DEL", &b]);
+    // --read and --write take one key.
+    let out = output(
+        redlease("redis://127.0.0.1:1")
+            .args(["run", "--key", "a", "--key", "b", "--read", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

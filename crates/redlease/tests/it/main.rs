@@ -47,6 +47,8 @@ mod latch;
 mod lease;
 /// Metrics through the `metrics` facade, read from a recorder.
 mod metrics;
+/// Several locks taken all or none (#16).
+mod multi;
 /// Fair waiters in other processes, and the child process itself.
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.

@@ -1,0 +1,334 @@
+//! [`MultiLock`]: several locks taken all or none, in a fixed order, and
+//! [`MultiGuard`], what holds them.
+//!
+//! Each member is an ordinary lock on Redisson's layout (so a Java `RLock`
+//! on any member name is excluded) with its own guard, renewal and fencing
+//! token; the multi-lock only decides the order and what happens when a
+//! member is busy.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::select_all;
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::guard::LockGuard;
+use crate::layout;
+use crate::lock::Lock;
+use crate::lost::LostReason;
+use crate::wait::{self, Attempt, Contender};
+
+/// A handle to several named locks taken together; made by
+/// [`Client::multi_lock`].
+///
+/// An acquire takes every member or none: the members are taken one by one
+/// in one fixed order (sorted by name, duplicates removed), and when one is
+/// busy, those taken so far are released before the call waits or returns.
+/// Two multi-locks over overlapping names, given in any order, therefore
+/// never wait for each other while holding part of what the other needs, so
+/// they cannot deadlock. Waiting sleeps until the member that refused it
+/// last is released (its channel, or its remaining lease), then starts
+/// again from the first member.
+///
+/// Each member is a plain lock with Redisson's layout: a Java `RLock` (or
+/// another redlease lock) on any member name is excluded. The members may
+/// lie in different hash slots of a cluster.
+///
+/// Where Redisson's `RedissonMultiLock` differs: it also takes members in
+/// the order given (two callers that list them differently can wait on each
+/// other), and on a failure it unlocks only the members it took, stopping at
+/// the first unlock that fails; here a failed or cancelled acquire releases
+/// every member it took, each owner-checked (Drop sends what a cancelled
+/// call could not).
+///
+/// ```no_run
+/// # async fn demo(client: redlease::Client) -> Result<(), redlease::Error> {
+/// use std::time::Duration;
+///
+/// let transfer = client.multi_lock(["account:17", "account:4"]);
+/// let both = transfer.try_lock_for(Duration::from_secs(2)).await?;
+/// // ... move money between the two accounts ...
+/// both.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    client: Client,
+    /// Sorted, without duplicates: the one order every caller takes them in.
+    names: Arc<[Arc<str>]>,
+    /// `None`: watchdog mode, for every member.
+    lease: Option<Duration>,
+}
+
+impl Client {
+    /// Returns a handle to the locks called `names`, taken together, all or
+    /// none (see [`MultiLock`]). Nothing is sent to Redis until the handle
+    /// is used; the names are checked then (at least one, each a valid lock
+    /// name).
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut names: Vec<String> = names.into_iter().map(Into::into).collect();
+        names.sort();
+        names.dedup();
+        MultiLock {
+            client: self.clone(),
+            names: names.into_iter().map(Arc::from).collect(),
+            lease: None,
+        }
+    }
+}
+
+impl MultiLock {
+    /// Selects a fixed lease for every member: each expires `lease` after
+    /// it was taken, never renewed.
+    #[must_use = "`lease` returns a new handle; use it to acquire"]
+    pub fn lease(mut self, lease: Duration) -> MultiLock {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// The member names, in the order they are taken (sorted, without
+    /// duplicates).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(|n| &**n)
+    }
+
+    /// Makes one attempt to take every member.
+    ///
+    /// # Errors
+    ///
+    /// An error for which [`is_busy`](Error::is_busy) is true when a member
+    /// is held by another owner (none is held by this call then);
+    /// [`is_invalid_argument`](Error::is_invalid_argument) for no names, a
+    /// bad name or a bad lease; otherwise as
+    /// [`Lock::try_lock`](Lock::try_lock), after releasing the members
+    /// taken.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves no member held: the member being taken
+    /// is withdrawn in the background as a cancelled
+    /// [`Lock::try_lock`](Lock::try_lock) is, and the members already taken
+    /// are released in the background as dropped guards are.
+    pub async fn try_lock(&self) -> Result<MultiGuard, Error> {
+        let started = Instant::now();
+        let mut waiter = Waiter {
+            multi: self,
+            blocker: 0,
+        };
+        match waiter.attempt().await? {
+            Attempt::Acquired(guard) => Ok(guard),
+            Attempt::Busy(_) | Attempt::Short(_) => {
+                Err(Error::busy(&self.names[waiter.blocker], started.elapsed()))
+            }
+        }
+    }
+
+    /// Tries to take every member until `wait` has passed, sleeping between
+    /// attempts until the member that refused the last one is released (by
+    /// any client, Redisson included) or its lease ends.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](MultiLock::try_lock); busy when some member stayed
+    /// held for the whole wait. Lost connections and time-outs are retried
+    /// until the wait ends.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](MultiLock::try_lock); a waiter also leaves the
+    /// member's release channel.
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<MultiGuard, Error> {
+        if wait.is_zero() {
+            return self.try_lock().await;
+        }
+        self.wait(Some(wait)).await
+    }
+
+    /// Waits until every member is taken, as
+    /// [`try_lock_for`](MultiLock::try_lock_for) with no time limit.
+    ///
+    /// # Errors
+    ///
+    /// Never busy; invalid input and server errors end the wait.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock_for`](MultiLock::try_lock_for).
+    pub async fn lock(&self) -> Result<MultiGuard, Error> {
+        self.wait(None).await
+    }
+
+    async fn wait(&self, wait: Option<Duration>) -> Result<MultiGuard, Error> {
+        let mut waiter = Waiter {
+            multi: self,
+            blocker: 0,
+        };
+        wait::wait(&self.client, &mut waiter, wait).await
+    }
+
+    /// Member `i`'s lock handle.
+    fn member(&self, i: usize) -> Lock {
+        let lock = self.client.lock(self.names[i].to_string());
+        match self.lease {
+            Some(lease) => lock.lease(lease),
+            None => lock,
+        }
+    }
+}
+
+/// A multi-lock's acquire, as the waiting engine drives it.
+struct Waiter<'a> {
+    multi: &'a MultiLock,
+    /// The member that refused the last attempt.
+    blocker: usize,
+}
+
+impl Contender for Waiter<'_> {
+    type Acquired = MultiGuard;
+
+    fn name(&self) -> &str {
+        &self.multi.names[self.blocker]
+    }
+
+    async fn attempt(&mut self) -> Result<Attempt<MultiGuard>, Error> {
+        if self.multi.names.is_empty() {
+            return Err(Error::invalid("a multi-lock needs at least one lock name"));
+        }
+        let mut taken = Vec::with_capacity(self.multi.names.len());
+        for i in 0..self.multi.names.len() {
+            let outcome = self.multi.member(i).attempt_once().await;
+            match outcome {
+                Ok(Attempt::Acquired(guard)) => taken.push(guard),
+                Ok(Attempt::Busy(ttl) | Attempt::Short(ttl)) => {
+                    self.blocker = i;
+                    release_all(taken).await;
+                    return Ok(Attempt::Busy(ttl));
+                }
+                Err(e) => {
+                    self.blocker = i;
+                    release_all(taken).await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Attempt::Acquired(MultiGuard { guards: taken }))
+    }
+
+    fn channel(&self) -> String {
+        layout::channel(&self.multi.names[self.blocker])
+    }
+
+    fn channel_moves(&self) -> bool {
+        true
+    }
+
+    fn refresh(&self) -> Option<Duration> {
+        None
+    }
+
+    fn restart(&mut self) {
+        // Every attempt takes each member under a new owner already.
+    }
+
+    async fn give_up(&mut self) {}
+}
+
+/// Releases what a refused attempt took, last first; a failed release is
+/// left to the guard's Drop (in the background) and to the lease.
+async fn release_all(mut taken: Vec<LockGuard>) {
+    while let Some(guard) = taken.pop() {
+        let name = guard.name().to_owned();
+        if let Err(e) = guard.unlock().await {
+            tracing::debug!(key = %name, error = %e, "multi-lock member release failed");
+        }
+    }
+}
+
+/// Every member of a [`MultiLock`], held. Release them with
+/// [`unlock`](MultiGuard::unlock); dropped, each member is released in the
+/// background as a dropped [`LockGuard`] is.
+#[must_use = "dropping the guard releases the locks at once; hold it for the critical section and call `unlock().await`"]
+pub struct MultiGuard {
+    /// In the order taken (sorted by name).
+    guards: Vec<LockGuard>,
+}
+
+impl MultiGuard {
+    /// The members' guards, in the order they were taken (sorted by name):
+    /// each with its own [fencing token](LockGuard::fencing_token), for
+    /// the resource that member protects.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// The fencing token of member `name`, if it is one.
+    pub fn fencing_token(&self, name: &str) -> Option<u64> {
+        self.guards
+            .iter()
+            .find(|g| g.name() == name)
+            .map(LockGuard::fencing_token)
+    }
+
+    /// Releases every member, last taken first, each owner-checked.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the members' releases (every member's release is
+    /// tried): [`is_not_owner`](Error::is_not_owner) when a member was no
+    /// longer ours, connection and server errors as they come.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the guards not yet released, which release
+    /// in the background.
+    pub async fn unlock(mut self) -> Result<(), Error> {
+        let mut first = None;
+        while let Some(guard) = self.guards.pop() {
+            if let Err(e) = guard.unlock().await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Resolves when any member is known or must be assumed lost, with that
+    /// member's name and reason: from then on the multi-lock no longer
+    /// protects everything it did.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`LockGuard::lost`].
+    pub async fn lost(&self) -> (String, LostReason) {
+        if self.guards.is_empty() {
+            // Only after `unlock` began: nothing left to lose.
+            return std::future::pending().await;
+        }
+        let losses = self
+            .guards
+            .iter()
+            .map(|g| Box::pin(async move { (g.name().to_owned(), g.lost().await) }));
+        select_all(losses).await.0
+    }
+
+    /// Returns true if any member is lost, as [`LockGuard::is_lost`] says.
+    pub fn is_lost(&self) -> bool {
+        self.guards.iter().any(LockGuard::is_lost)
+    }
+}
+
+impl fmt::Debug for MultiGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MultiGuard")
+            .field("guards", &self.guards)
+            .finish()
+    }
+}

@@ -1,0 +1,192 @@
+//! `MultiLock` (#16): all or none, no deadlock between opposite orders,
+//! Redisson's layout per member, waking on a member's release, cancel
+//! safety and loss.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::support::{RedisServer, client, client_with_watchdog, eventually, exists, unique};
+
+/// Overlapping multi-locks exclude each other, and a refused one leaves
+/// none of its keys behind (not even those it could have taken).
+#[tokio::test]
+async fn overlapping_multi_locks_exclude_and_a_refused_one_leaves_nothing() {
+    let server = RedisServer::shared();
+    let (a, b) = (client().await, client().await);
+    let (x, y, z) = (unique("multi-x"), unique("multi-y"), unique("multi-z"));
+    let held = a
+        .multi_lock([y.clone(), x.clone()])
+        .try_lock()
+        .await
+        .unwrap();
+    let names: Vec<&str> = held.guards().iter().map(|g| g.name()).collect();
+    let mut sorted = vec![x.as_str(), y.as_str()];
+    sorted.sort();
+    assert_eq!(names, sorted, "taken in sorted order");
+    let refused = b
+        .multi_lock([z.clone(), y.clone()])
+        .try_lock_for(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(refused.is_busy(), "{refused}");
+    assert_eq!(refused.key(), Some(y.as_str()));
+    assert!(!exists(server, &z), "a refused multi-lock left {z} held");
+    assert!(a.lock(&z).try_lock().await.unwrap().unlock().await.is_ok());
+    held.unlock().await.unwrap();
+    assert!(!exists(server, &x) && !exists(server, &y));
+    let both = b
+        .multi_lock([z.clone(), y.clone()])
+        .try_lock()
+        .await
+        .unwrap();
+    assert!(both.fencing_token(&y).unwrap() > 0);
+    assert!(both.fencing_token(&x).is_none());
+    both.unlock().await.unwrap();
+}
+
+/// {a, b} and {b, a} from two clients, many rounds each: every round
+/// completes (no deadlock), and the two never hold at once.
+#[tokio::test]
+async fn opposite_orders_never_deadlock() {
+    let (c1, c2) = (client().await, client().await);
+    let (a, b) = (unique("multi-a"), unique("multi-b"));
+    let inside = Arc::new(AtomicU32::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (client, names) in [(c1, [a.clone(), b.clone()]), (c2, [b.clone(), a.clone()])] {
+        let multi = client.multi_lock(names);
+        let inside = inside.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..40 {
+                let g = multi.try_lock_for(Duration::from_secs(5)).await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "both inside");
+                tokio::task::yield_now().await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                g.unlock().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(20), t)
+            .await
+            .expect("deadlocked")
+            .unwrap();
+    }
+    println!("80 rounds in {:?}", started.elapsed());
+}
+
+/// Each member is an ordinary Redisson lock: a Java `RLock` on one member
+/// refuses the multi-lock, and its release (Redisson's `0` on the member's
+/// channel) wakes the waiting multi-lock at once.
+#[tokio::test]
+async fn a_java_lock_on_a_member_refuses_it_and_its_release_wakes_it() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let (x, y) = (unique("multi-java-x"), unique("multi-java-y"));
+    let java = "a1b2c3d4-0000-4000-8000-000000000001:7";
+    let mut conn = server.connection();
+    redis::cmd("HSET")
+        .arg(&y)
+        .arg(java)
+        .arg(1)
+        .exec(&mut conn)
+        .unwrap();
+    redis::cmd("PEXPIRE")
+        .arg(&y)
+        .arg(30_000)
+        .exec(&mut conn)
+        .unwrap();
+    let multi = c.multi_lock([x.clone(), y.clone()]);
+    assert!(multi.try_lock().await.unwrap_err().is_busy());
+    assert!(!exists(server, &x));
+    let waiter = tokio::spawn(async move {
+        let g = multi.try_lock_for(Duration::from_secs(10)).await;
+        (g, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let released = Instant::now();
+    // Redisson's unlock: delete, then `0` on the lock's channel.
+    redis::cmd("DEL").arg(&y).exec(&mut conn).unwrap();
+    redis::cmd("PUBLISH")
+        .arg(format!("redisson_lock__channel:{{{y}}}"))
+        .arg(0)
+        .exec(&mut conn)
+        .unwrap();
+    let (g, at) = waiter.await.unwrap();
+    let g = g.unwrap();
+    println!("woken {:?} after the java release", at - released);
+    assert!(at - released < Duration::from_secs(1));
+    g.unlock().await.unwrap();
+}
+
+/// Dropping acquires at any point leaves no member held.
+#[tokio::test]
+async fn cancelled_multi_acquires_leave_nothing_behind() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let names: Vec<String> = (0..3)
+        .map(|i| unique(&format!("multi-cancel-{i}")))
+        .collect();
+    let multi = c.multi_lock(names.clone());
+    for i in 0..40u64 {
+        let limit = Duration::from_micros(i * 60);
+        if let Ok(Ok(g)) = tokio::time::timeout(limit, multi.try_lock()).await {
+            g.unlock().await.unwrap();
+        }
+    }
+    let clear = eventually(Duration::from_secs(2), || {
+        names.iter().all(|n| !exists(server, n))
+    });
+    assert!(clear.await.is_some(), "a member was left held");
+}
+
+/// A member lost behind the guard is reported with its name.
+#[tokio::test]
+async fn a_lost_member_is_reported_by_name() {
+    let server = RedisServer::shared();
+    let c = client_with_watchdog(server, Duration::from_millis(300)).await;
+    let (x, y) = (unique("multi-lost-x"), unique("multi-lost-y"));
+    let g = c
+        .multi_lock([x.clone(), y.clone()])
+        .try_lock()
+        .await
+        .unwrap();
+    redis::cmd("DEL")
+        .arg(&y)
+        .exec(&mut server.connection())
+        .unwrap();
+    let (name, reason) = tokio::time::timeout(Duration::from_secs(2), g.lost())
+        .await
+        .unwrap();
+    assert_eq!(name, y);
+    assert_eq!(reason, redlease::LostReason::OwnerChanged);
+    assert!(g.is_lost());
+    let e = g.unlock().await.unwrap_err();
+    assert!(e.is_not_owner(), "{e}");
+    assert!(!exists(server, &x), "the other member was not released");
+}
+
+/// No names, or a bad one, is refused before anything is held.
+#[tokio::test]
+async fn bad_names_are_invalid_arguments() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let e = c
+        .multi_lock(Vec::<String>::new())
+        .try_lock()
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    let ok = unique("multi-bad");
+    // Sorted after the good name: taken, then released.
+    let too_long = "z".repeat(redlease::MAX_NAME_LEN + 1);
+    let e = c
+        .multi_lock([too_long, ok.clone()])
+        .try_lock()
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    let released = eventually(Duration::from_secs(1), || !exists(server, &ok));
+    assert!(released.await.is_some(), "{ok} was left held");
+}
