@@ -323,3 +323,44 @@ async fn the_lock_family_works_on_a_cluster() {
     latch.count_down().await.unwrap();
     assert!(waiter.await.unwrap().unwrap());
 }
+
+/// A multi-lock across hash slots (members on different masters): all or
+/// none, and a waiter woken by the member that refused it.
+#[tokio::test]
+async fn a_multi_lock_spans_slots() {
+    let cluster = shared_cluster();
+    let (a, b) = (
+        cluster_client(cluster, Duration::from_secs(30)).await,
+        cluster_client(cluster, Duration::from_secs(30)).await,
+    );
+    let names: Vec<String> = (0..4).map(|i| unique(&format!("multi-slot-{i}"))).collect();
+    let mut slots: Vec<u16> = names.iter().map(|n| key_slot(n)).collect();
+    slots.sort();
+    slots.dedup();
+    assert!(slots.len() > 1, "all in one slot: {names:?}");
+    let held = a.lock(&names[2]).try_lock().await.unwrap();
+    let multi = b.multi_lock(names.clone());
+    assert!(multi.try_lock().await.unwrap_err().is_busy());
+    for (i, name) in names.iter().enumerate() {
+        if i != 2 {
+            let free = a.lock(name).try_lock().await.unwrap();
+            free.unlock().await.unwrap();
+        }
+    }
+    let waiter = tokio::spawn(async move {
+        let g = multi.try_lock_for(Duration::from_secs(10)).await;
+        (g, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (g, at) = waiter.await.unwrap();
+    assert!(
+        at - released < Duration::from_secs(1),
+        "{:?}",
+        at - released
+    );
+    let g = g.unwrap();
+    assert_eq!(g.guards().len(), 4);
+    g.unlock().await.unwrap();
+}
