@@ -334,7 +334,7 @@ async fn a_multi_lock_spans_slots() {
         cluster_client(cluster, Duration::from_secs(30)).await,
     );
     let names: Vec<String> = (0..4).map(|i| unique(&format!("multi-slot-{i}"))).collect();
-    let mut slots: Vec<u16> = names.iter().map(|n| key_slot(n)).collect();
+    let mut slots: Vec<u16> = names.iter().map(key_slot).collect();
     slots.sort();
     slots.dedup();
     assert!(slots.len() > 1, "all in one slot: {names:?}");
