@@ -53,6 +53,8 @@ mod multi;
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.
 mod redisson;
+/// RedLock over independent masters (#16).
+mod redlock;
 /// Re-entry inside an owner scope (`redlease::scope`).
 mod reentry;
 /// Acquires acknowledged by replicas (`WAIT`), with a real master and replica.

@@ -1,0 +1,321 @@
+//! [`RedLock`]: one lock over several independent Redis masters, held when
+//! a majority granted it (the Redlock algorithm), and [`RedLockGuard`].
+//!
+//! Each master gets an ordinary fixed-lease lock on Redisson's layout
+//! through its own [`Client`]; the quorum, the validity and the clock
+//! arithmetic are here.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::join_all;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::{Instant, sleep, sleep_until};
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::guard::LockGuard;
+use crate::lost::LostReason;
+use crate::wait::Attempt;
+
+/// The lease when none is given.
+const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+/// How long one master may take to answer an acquire, by default.
+const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// A lock over N independent Redis masters (N clients, each to its own
+/// master, neither replicas nor one cluster): held when a majority,
+/// N/2 + 1, granted it, for a validity of the lease minus the time the
+/// acquire took minus a clock drift allowance (1% of the lease + 2 ms).
+///
+/// Acquire requests go to every master at once, each bounded by a
+/// per-master timeout, and the outcome is known as soon as a majority
+/// granted it or can no longer grant it; whatever was granted is released
+/// when the acquire fails, and late grants are withdrawn in the background.
+///
+/// What it does not give: a fencing token that means anything across
+/// masters (each master's token is its own; use a single Redis with
+/// fencing where a database must reject stale holders), and safety without
+/// bounded clock drift and process pauses (Kleppmann's critique of
+/// Redlock, and antirez's reply: the validity is only as good as the
+/// clocks, and a holder paused past it overlaps with the next one). A
+/// master that restarts without persistence forgets its grants: restart
+/// masters only after a lease has passed.
+///
+/// ```no_run
+/// # async fn demo(a: redlease::Client, b: redlease::Client, c: redlease::Client)
+/// # -> Result<(), redlease::Error> {
+/// use std::time::Duration;
+///
+/// let redlock = redlease::RedLock::new([a, b, c], "reports:nightly")?
+///     .lease(Duration::from_secs(30));
+/// let guard = redlock.try_lock_for(Duration::from_secs(5)).await?;
+/// // ... work until guard.valid_until() at the latest ...
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RedLock {
+    clients: Vec<Client>,
+    name: String,
+    lease: Duration,
+    master_timeout: Duration,
+}
+
+impl RedLock {
+    /// A lock called `name` on the masters of `clients`, one client per
+    /// independent master.
+    ///
+    /// # Errors
+    ///
+    /// [`is_invalid_argument`](Error::is_invalid_argument) without clients.
+    pub fn new(
+        clients: impl IntoIterator<Item = Client>,
+        name: impl Into<String>,
+    ) -> Result<RedLock, Error> {
+        let clients: Vec<Client> = clients.into_iter().collect();
+        if clients.is_empty() {
+            return Err(Error::invalid("a redlock needs at least one master"));
+        }
+        Ok(RedLock {
+            clients,
+            name: name.into(),
+            lease: DEFAULT_LEASE,
+            master_timeout: DEFAULT_MASTER_TIMEOUT,
+        })
+    }
+
+    /// The lease on each master (default 10 s); the validity is shorter.
+    #[must_use = "`lease` returns a new handle; use it to acquire"]
+    pub fn lease(mut self, lease: Duration) -> RedLock {
+        self.lease = lease;
+        self
+    }
+
+    /// How long one master may take to answer an acquire (default 50 ms):
+    /// a master down or slow costs at most this.
+    #[must_use = "`master_timeout` returns a new handle; use it to acquire"]
+    pub fn master_timeout(mut self, timeout: Duration) -> RedLock {
+        self.master_timeout = timeout;
+        self
+    }
+
+    /// The number of masters that must grant the lock: N/2 + 1.
+    pub fn quorum(&self) -> usize {
+        self.clients.len() / 2 + 1
+    }
+
+    /// The clock drift allowance taken off the validity: 1% of the lease
+    /// plus 2 ms.
+    fn drift(&self) -> Duration {
+        self.lease / 100 + Duration::from_millis(2)
+    }
+
+    /// Makes one attempt on every master.
+    ///
+    /// # Errors
+    ///
+    /// [`is_busy`](Error::is_busy) when fewer than a quorum granted it in
+    /// time (nothing is left held then), or the validity was used up by the
+    /// time a quorum answered; [`is_invalid_argument`](Error::is_invalid_argument)
+    /// for a bad name or lease.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves nothing held: each master's acquire is
+    /// withdrawn as a cancelled [`Lock::try_lock`](crate::Lock::try_lock)
+    /// is, and what was granted is released as dropped guards are.
+    pub async fn try_lock(&self) -> Result<RedLockGuard, Error> {
+        let started = Instant::now();
+        self.attempt()
+            .await?
+            .ok_or_else(|| Error::busy(&self.name, started.elapsed()))
+    }
+
+    /// Attempts until `wait` has passed, with a jittered pause between
+    /// attempts (the masters share no channel to wait on).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](RedLock::try_lock), busy at the end of the wait.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](RedLock::try_lock).
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<RedLockGuard, Error> {
+        let started = Instant::now();
+        let deadline = started + wait;
+        loop {
+            if let Some(guard) = self.attempt().await? {
+                return Ok(guard);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::busy(&self.name, now - started));
+            }
+            // A retry at a random moment, so that contenders that failed
+            // together (each holding a minority) do not retry together.
+            let jitter = Duration::from_micros(u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 200);
+            sleep((Duration::from_millis(5) + jitter).min(deadline - now)).await;
+        }
+    }
+
+    /// One round: every master at once; `None` when no quorum.
+    async fn attempt(&self) -> Result<Option<RedLockGuard>, Error> {
+        let lease_ms =
+            crate::name::lease_millis("lease", self.lease).map_err(|e| e.with_key(&self.name))?;
+        crate::name::validate(&self.name)?;
+        let n = self.clients.len();
+        let quorum = self.quorum();
+        let started = Instant::now();
+        let mut pending: FuturesUnordered<_> = self
+            .clients
+            .iter()
+            .map(|client| {
+                let lock = client.lock(self.name.clone()).lease(self.lease);
+                let timeout = self.master_timeout;
+                async move { tokio::time::timeout(timeout, lock.attempt_once()).await }
+            })
+            .collect();
+        let mut granted = Vec::with_capacity(n);
+        let mut refused = 0;
+        while let Some(outcome) = pending.next().await {
+            match outcome {
+                Ok(Ok(Attempt::Acquired(guard))) => granted.push(guard),
+                Ok(Err(e)) if e.is_invalid_argument() => return Err(e),
+                _ => refused += 1,
+            }
+            if granted.len() >= quorum || refused > n - quorum {
+                break;
+            }
+        }
+        // Masters still to answer: their acquires are withdrawn when
+        // dropped (a grant arriving now is released behind it).
+        drop(pending);
+        let elapsed = started.elapsed();
+        let lease = Duration::from_millis(lease_ms);
+        let valid_for = lease.checked_sub(elapsed + self.drift());
+        match valid_for {
+            Some(valid_for) if granted.len() >= quorum && !valid_for.is_zero() => {
+                Ok(Some(RedLockGuard {
+                    name: self.name.clone(),
+                    guards: granted,
+                    quorum,
+                    drift: self.drift(),
+                    valid_until: started + lease - self.drift(),
+                }))
+            }
+            _ => {
+                release_all(granted).await;
+                Ok(None)
+            }
+        }
+    }
+}
+
+async fn release_all(granted: Vec<LockGuard>) {
+    for result in join_all(granted.into_iter().map(LockGuard::unlock)).await {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "redlock release of a master failed");
+        }
+    }
+}
+
+/// A [`RedLock`] held by a quorum of masters, valid until
+/// [`valid_until`](RedLockGuard::valid_until).
+#[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
+#[derive(Debug)]
+pub struct RedLockGuard {
+    name: String,
+    /// One per master that granted it.
+    guards: Vec<LockGuard>,
+    quorum: usize,
+    drift: Duration,
+    valid_until: Instant,
+}
+
+impl RedLockGuard {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many masters hold it.
+    pub fn masters(&self) -> usize {
+        self.guards.len()
+    }
+
+    /// When the lock stops being valid by this process's clock (the lease
+    /// from the start of the acquire, minus the drift allowance): never past
+    /// the lease.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.valid_until.into_std()
+    }
+
+    /// Whether the validity has ended.
+    pub fn is_lost(&self) -> bool {
+        Instant::now() >= self.valid_until
+    }
+
+    /// Resolves when the validity ends ([`LostReason::Expired`]), unless
+    /// extended first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads the clock.
+    pub async fn lost(&self) -> LostReason {
+        sleep_until(self.valid_until).await;
+        LostReason::Expired
+    }
+
+    /// Sets the lease on every master that holds it to `lease` from now;
+    /// valid again for `lease` minus the time it took and the drift, if a
+    /// quorum confirmed in time.
+    ///
+    /// # Errors
+    ///
+    /// [`is_not_owner`](Error::is_not_owner) when fewer than a quorum still
+    /// held it, or the validity had ended (a lock that `lost()` may have
+    /// reported is not extended); the validity is then unchanged.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the validity as it was (the masters may
+    /// have been extended: the guard errs on the early side).
+    pub async fn extend(&mut self, lease: Duration) -> Result<(), Error> {
+        if self.is_lost() {
+            return Err(Error::not_owner(&self.name));
+        }
+        let started = Instant::now();
+        let results = join_all(self.guards.iter().map(|g| g.extend(lease))).await;
+        let confirmed = results.iter().filter(|r| r.is_ok()).count();
+        let valid_until = started + lease.saturating_sub(self.drift);
+        if confirmed >= self.quorum && Instant::now() < valid_until {
+            self.valid_until = valid_until;
+            Ok(())
+        } else {
+            Err(Error::not_owner(&self.name))
+        }
+    }
+
+    /// Releases the lock on every master that granted it.
+    ///
+    /// # Errors
+    ///
+    /// The first master's error, after every release was tried.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the masters' guards, which release in the
+    /// background.
+    pub async fn unlock(self) -> Result<(), Error> {
+        let mut first = None;
+        for result in join_all(self.guards.into_iter().map(LockGuard::unlock)).await {
+            if let Err(e) = result {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
