@@ -197,3 +197,32 @@ async fn extend_needs_a_quorum_and_a_live_validity() {
             .is_not_owner()
     );
 }
+
+/// Dropping acquires at any point leaves nothing held on any master: the
+/// acquires in flight are withdrawn, the grants released.
+#[tokio::test]
+async fn cancelled_acquires_leave_nothing_on_any_master() {
+    let servers = masters(3);
+    let clients = clients(&servers).await;
+    let name = unique("redlock-cancel");
+    let redlock = redlease::RedLock::new(clients, &name)
+        .unwrap()
+        .lease(Duration::from_secs(5));
+    for i in 0..40u64 {
+        let limit = Duration::from_micros(i * 50);
+        if let Ok(Ok(g)) = tokio::time::timeout(limit, redlock.try_lock()).await {
+            g.unlock().await.unwrap();
+        }
+    }
+    let clear = crate::support::eventually(Duration::from_secs(2), || {
+        servers.iter().all(|s| !exists(s, &name))
+    });
+    assert!(clear.await.is_some(), "a master was left held");
+    // A dropped guard releases in the background.
+    let g = redlock.try_lock().await.unwrap();
+    drop(g);
+    let clear = crate::support::eventually(Duration::from_secs(2), || {
+        servers.iter().all(|s| !exists(s, &name))
+    });
+    assert!(clear.await.is_some(), "a dropped guard left a master held");
+}
