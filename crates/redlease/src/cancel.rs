@@ -2,9 +2,79 @@
 
 use std::sync::Arc;
 
+use redis::{FromRedisValue, RedisError};
+use tokio::sync::oneshot;
+
 use crate::connection::Connection;
 use crate::kind::Kind;
 use crate::release;
+use crate::scripts::ScriptCall;
+
+/// Runs `call` to completion in a task of its own, for a script whose
+/// success must be undone if nobody receives it (it has no owner field a
+/// withdrawal could name: a re-entry of a shared field, permits taken from
+/// a semaphore). Whoever last sees a reply for which `took` is true that the
+/// caller did not take runs `undo`: the task, if the caller was dropped
+/// before the reply came, or the caller's dropped end, if it came first.
+/// `None` when the task never answered (the runtime is shutting down).
+///
+/// # Cancel safety
+///
+/// That is its purpose: dropping the future never leaves a success behind.
+pub(crate) async fn run_or_undo<T, U>(
+    conn: &Connection,
+    call: ScriptCall,
+    took: fn(&T) -> bool,
+    undo: U,
+) -> Option<Result<T, RedisError>>
+where
+    T: FromRedisValue + Send + 'static,
+    U: Fn() + Clone + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let (task_conn, task_undo) = (conn.clone(), undo.clone());
+    drop(tokio::spawn(async move {
+        let reply = task_conn.run::<T>(&call).await;
+        // The caller's end is gone: nobody will receive this success.
+        if let Err(Ok(reply)) = tx.send(reply)
+            && took(&reply)
+        {
+            task_undo();
+        }
+    }));
+    let mut pending = Pending {
+        rx,
+        took,
+        undo: Some(undo),
+    };
+    let reply = (&mut pending.rx).await;
+    pending.undo = None;
+    reply.ok()
+}
+
+/// The caller's end of [`run_or_undo`]. Dropped before its reply was taken
+/// (the caller was cancelled), it closes the channel, so that from then on
+/// the task's send fails and the task undoes a success, and undoes a
+/// success that arrived before.
+struct Pending<T, U: Fn()> {
+    rx: oneshot::Receiver<Result<T, RedisError>>,
+    took: fn(&T) -> bool,
+    /// `None` once the reply was taken.
+    undo: Option<U>,
+}
+
+impl<T, U: Fn()> Drop for Pending<T, U> {
+    fn drop(&mut self) {
+        if let Some(undo) = self.undo.take() {
+            self.rx.close();
+            if let Ok(Ok(reply)) = self.rx.try_recv()
+                && (self.took)(&reply)
+            {
+                undo();
+            }
+        }
+    }
+}
 
 /// An acquisition to take back if it is dropped while armed: an acquire
 /// request whose outcome is unknown, or a fair waiter's place in the queue.

@@ -14,8 +14,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
-use tokio::sync::oneshot;
-
+use crate::cancel;
 use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
@@ -157,9 +156,8 @@ pub(crate) enum Reentry {
 /// The owner field is shared with the scope's other guards, so a cancelled
 /// caller must neither leave the count raised nor release blindly (if the
 /// script never ran, that would take away a hold of another guard). The
-/// script runs to completion in a task of its own, and whoever last sees a
-/// successful reply that nobody took undoes it: the task, or the dropped
-/// receiver.
+/// script runs to completion in a task of its own, and a successful reply
+/// that nobody took is undone ([`cancel::run_or_undo`]).
 pub(crate) async fn reenter(
     client: &Client,
     kind: Kind,
@@ -192,25 +190,13 @@ pub(crate) async fn reenter(
         field: held.field.clone(),
         lease_ms,
     };
-    let (tx, rx) = oneshot::channel();
-    let task_undo = undo.clone();
-    drop(tokio::spawn(async move {
-        let reply = task_undo.conn.run::<bool>(&call).await;
-        if let Err(Ok(true)) = tx.send(reply) {
-            task_undo.run();
-        }
-    }));
-    let mut waiting = ReentryReply {
-        rx,
-        undo: Some(undo),
-    };
-    let reply = (&mut waiting.rx).await;
-    waiting.undo = None;
-    let reply = reply.map_err(|_| {
-        Error::from(redis::RedisError::from(std::io::Error::other(
-            "the runtime stopped during a re-entry",
-        )))
-    })?;
+    let reply = cancel::run_or_undo(client.conn(), call, |took: &bool| *took, move || undo.run())
+        .await
+        .ok_or_else(|| {
+            Error::from(redis::RedisError::from(std::io::Error::other(
+                "the runtime stopped during a re-entry",
+            )))
+        })?;
     // An error may come after the script ran (a lost reply): the count may
     // then stay raised, and the key outlives the scope's last release by at
     // most one lease, as a crashed holder's would.
@@ -243,26 +229,5 @@ impl Undo {
             self.lease_ms,
             None,
         );
-    }
-}
-
-/// The caller's end of a re-entry. Dropped before its reply was taken (the
-/// caller was cancelled), it closes the channel, so that from then on the
-/// task's send fails and the task undoes a success, and undoes a success
-/// that arrived before.
-struct ReentryReply {
-    rx: oneshot::Receiver<Result<bool, redis::RedisError>>,
-    /// `None` once the reply was taken.
-    undo: Option<Undo>,
-}
-
-impl Drop for ReentryReply {
-    fn drop(&mut self) {
-        if let Some(undo) = self.undo.take() {
-            self.rx.close();
-            if let Ok(Ok(true)) = self.rx.try_recv() {
-                undo.run();
-            }
-        }
     }
 }

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::cancel;
 use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
@@ -314,24 +314,10 @@ impl Semaphore {
             name: self.name.clone(),
             permits,
         };
-        let (tx, rx) = oneshot::channel();
-        let task_give_back = give_back.clone();
-        let task_conn = conn.clone();
-        drop(tokio::spawn(async move {
-            let reply = task_conn.run::<Taken>(&call).await;
-            // The caller's end is gone: nobody will receive these permits.
-            if let Err(Ok(Taken::Acquired(_))) = tx.send(reply) {
-                task_give_back.run();
-            }
-        }));
-        let mut pending = PendingAcquire {
-            rx,
-            give_back: Some(give_back),
-        };
-        let reply = (&mut pending.rx).await;
-        pending.give_back = None;
-        let taken = reply
-            .map_err(|_| count::runtime_stopped())?
+        let took = |taken: &Taken| matches!(taken, Taken::Acquired(_));
+        let taken = cancel::run_or_undo(conn, call, took, move || give_back.run())
+            .await
+            .ok_or_else(count::runtime_stopped)?
             .map_err(|e| self.error(e.into()))?;
         tracing::debug!(key = %self.name, permits, ?taken, "semaphore acquire attempt");
         match taken {
@@ -473,27 +459,5 @@ impl GiveBack {
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a cancelled acquire; they stay taken"),
             }
         }));
-    }
-}
-
-/// The caller's end of an acquire attempt. Dropped before its reply was
-/// taken (the caller was cancelled), it closes the channel, so that from
-/// then on the task's send fails and the task gives the permits back, and
-/// gives back permits whose reply arrived before: whoever last sees a
-/// success that nobody took gives it back, exactly once.
-struct PendingAcquire {
-    rx: oneshot::Receiver<Result<Taken, redis::RedisError>>,
-    /// `None` once the reply was taken.
-    give_back: Option<GiveBack>,
-}
-
-impl Drop for PendingAcquire {
-    fn drop(&mut self) {
-        if let Some(give_back) = self.give_back.take() {
-            self.rx.close();
-            if let Ok(Ok(Taken::Acquired(_))) = self.rx.try_recv() {
-                give_back.run();
-            }
-        }
     }
 }
