@@ -61,39 +61,20 @@ pub(crate) fn count_down(name: &str, publish: Publish) -> ScriptCall {
         .arg(publish.command())
 }
 
-pub(super) static TRY_SET_COUNT: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("latch_try_set_count", &[COUNT, TRY_SET_COUNT_SRC]));
-const TRY_SET_COUNT_SRC: &str = r"
-if redis.call('get', KEYS[1]) == false then
-    redis.call('set', KEYS[1], ARGV[2])
-    redis.call(ARGV[3], KEYS[2], ARGV[1])
-    return 1
-end
-if count(KEYS[1]) == nil then
-    return nil
-end
-return 0
-";
-
-/// Arms latch `name` with `count`, only if it is open (the key is missing).
-///
-/// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel.
-/// * ARGV\[1\]: the re-arming message (`1`); ARGV\[2\]: the count;
-///   ARGV\[3\]: `publish` or `spublish`.
-/// * Returns `1` when the key was missing: it now holds `count`, and the
-///   re-arming message was published; `0` when the latch is armed already
-///   (nothing written); nil when the key holds a string that is not an
-///   integer ([`SetIfMissing`](super::semaphore::SetIfMissing)).
-/// * Raises `WRONGTYPE` when the key is not a string.
+/// Arms latch `name` with `count`, only if it is open (the key is
+/// missing), publishing the re-arming message (`1`); the semaphore's
+/// [`set_if_missing`](super::semaphore::set_if_missing), whose contract
+/// this is.
 ///
 /// Redisson's `trySetCount`.
 pub(crate) fn try_set_count(name: &str, count: u64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&TRY_SET_COUNT)
-        .key(name)
-        .key(layout::latch_channel(name))
-        .arg(NEW_COUNT_MESSAGE)
-        .arg(count)
-        .arg(publish.command())
+    super::semaphore::set_if_missing(
+        name,
+        layout::latch_channel(name),
+        NEW_COUNT_MESSAGE,
+        count,
+        publish,
+    )
 }
 
 pub(super) static DELETE: LazyLock<Lua> = LazyLock::new(|| Lua::new("latch_delete", &[DELETE_SRC]));

@@ -148,7 +148,7 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 29] = [
+    let scripts: [&'static LazyLock<Lua>; 28] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
@@ -174,9 +174,8 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &semaphore::ACQUIRE,
         &semaphore::RELEASE,
         &semaphore::SET_PERMITS,
-        &semaphore::TRY_SET_PERMITS,
+        &semaphore::SET_IF_MISSING,
         &latch::COUNT_DOWN,
-        &latch::TRY_SET_COUNT,
         &latch::DELETE,
     ];
     scripts
@@ -239,14 +238,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 29);
+        assert_eq!(listed.len(), 28);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 29);
+        assert_eq!(hashes.len(), 28);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -276,9 +275,8 @@ pub(crate) mod tests {
                 "semaphore_acquire",
                 "semaphore_release",
                 "semaphore_set_permits",
-                "semaphore_try_set_permits",
+                "set_if_missing",
                 "latch_count_down",
-                "latch_try_set_count",
                 "latch_delete"
             ]
         );

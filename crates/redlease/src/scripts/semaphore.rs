@@ -184,12 +184,12 @@ pub(crate) fn set_permits(name: &str, permits: u64, publish: Publish) -> ScriptC
         .arg(publish.command())
 }
 
-pub(super) static TRY_SET_PERMITS: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("semaphore_try_set_permits", &[COUNT, TRY_SET_PERMITS_SRC]));
-const TRY_SET_PERMITS_SRC: &str = r"
+pub(super) static SET_IF_MISSING: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("set_if_missing", &[COUNT, SET_IF_MISSING_SRC]));
+const SET_IF_MISSING_SRC: &str = r"
 if redis.call('get', KEYS[1]) == false then
-    redis.call('set', KEYS[1], ARGV[1])
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    redis.call('set', KEYS[1], ARGV[2])
+    redis.call(ARGV[3], KEYS[2], ARGV[1])
     return 1
 end
 if count(KEYS[1]) == nil then
@@ -198,23 +198,46 @@ end
 return 0
 ";
 
-/// Sets semaphore `name` to `permits` available, only if it has no count
-/// yet (the key is missing).
+/// Sets a count key only if it is missing, and announces it: the one script
+/// behind Redisson's `trySetPermits` ([`try_set_permits`]) and
+/// `trySetCount` (the latch's `try_set_count`), which differ only in what
+/// they publish.
 ///
-/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: its channel.
-/// * ARGV\[1\]: the number of permits; ARGV\[2\]: `publish` or `spublish`.
-/// * Returns `1` when the key was missing: it now holds `permits`, and
-///   `permits` was published; `0` when it already held a count (nothing
-///   written); nil when it holds a string that is not an integer.
+/// * KEYS\[1\]: the key; KEYS\[2\]: its channel.
+/// * ARGV\[1\]: the message to publish; ARGV\[2\]: the count to set;
+///   ARGV\[3\]: `publish` or `spublish`.
+/// * Returns `1` when the key was missing: it now holds the count, and the
+///   message was published; `0` when it already held a count (nothing
+///   written); nil when it holds a string that is not an integer
+///   ([`SetIfMissing`]).
 /// * Raises `WRONGTYPE` when the key is not a string.
+pub(super) fn set_if_missing(
+    name: &str,
+    channel: String,
+    message: impl redis::ToRedisArgs,
+    count: u64,
+    publish: Publish,
+) -> ScriptCall {
+    ScriptCall::new(&SET_IF_MISSING)
+        .key(name)
+        .key(channel)
+        .arg(message)
+        .arg(count)
+        .arg(publish.command())
+}
+
+/// Sets semaphore `name` to `permits` available, only if it has no count
+/// yet (the key is missing), and publishes `permits` ([`set_if_missing`]).
 ///
 /// Redisson's `trySetPermits`.
 pub(crate) fn try_set_permits(name: &str, permits: u64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&TRY_SET_PERMITS)
-        .key(name)
-        .key(layout::semaphore_channel(name))
-        .arg(permits)
-        .arg(publish.command())
+    set_if_missing(
+        name,
+        layout::semaphore_channel(name),
+        permits,
+        permits,
+        publish,
+    )
 }
 
 /// What [`try_set_permits`] (or the latch's `try_set_count`) answered.
@@ -281,14 +304,13 @@ mod tests {
 
     #[test]
     fn set_and_try_set_pack_key_channel_permits_and_publish() {
-        for call in [
-            set_permits("jobs", 5, Publish::Plain),
-            try_set_permits("jobs", 5, Publish::Plain),
-        ] {
-            let (keys, args) = packed(&call);
-            assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
-            assert_eq!(args, ["5", "publish"]);
-        }
+        let (keys, args) = packed(&set_permits("jobs", 5, Publish::Plain));
+        assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
+        assert_eq!(args, ["5", "publish"]);
+        // The message, then the count: both the permits.
+        let (keys, args) = packed(&try_set_permits("jobs", 5, Publish::Plain));
+        assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
+        assert_eq!(args, ["5", "5", "publish"]);
         let read = |v| SetIfMissing::from_redis_value(v);
         assert_eq!(read(Value::Int(1)), Ok(SetIfMissing::Set));
         assert_eq!(read(Value::Int(0)), Ok(SetIfMissing::Present));
