@@ -124,6 +124,16 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// Lock key `key` holds a value that is not a lock hash, as Redis's
+    /// `WRONGTYPE` reports it from a single acquire.
+    pub(crate) fn not_a_lock(key: &str) -> Error {
+        Error::new(
+            ErrorKind::WrongType,
+            "lock key holds a value that is not a lock",
+        )
+        .with_key(key)
+    }
+
     /// The key holds a value that is not the structure asked for (a
     /// string that is not an integer where a count belongs): `message` says
     /// what it holds. Reported as [`ErrorKind::WrongType`].

@@ -23,6 +23,8 @@ use crate::scripts::lock::Acquired;
 use crate::wait::{self, Attempt, Contender};
 use crate::{name, release, scope};
 
+mod together;
+
 /// A handle to one named lock; made by [`Client::lock`].
 ///
 /// Cheap to clone, and holds nothing in Redis by itself: each successful
@@ -339,13 +341,24 @@ impl Lock {
             }
         }
         pending.disarm();
+        Ok(Attempt::Acquired(
+            self.granted(field, lease_ms, sent_at, token),
+        ))
+    }
+
+    /// The guard of an acquisition Redis granted to `field` with `token`,
+    /// its request sent at `sent_at` (a fixed lease counts from then), held
+    /// and renewed from now on, and remembered by the current owner scope.
+    fn granted(&self, field: &Arc<str>, lease_ms: u64, sent_at: Instant, token: u64) -> LockGuard {
         tracing::debug!(key = %self.name, "lock acquired");
         let grant = Grant {
             field: field.clone(),
             lease_ms,
-            mode: lease_end.map_or(LeaseMode::Watchdog, |end| LeaseMode::Fixed {
-                expires_at: Expiry::new(end, lease_ms),
-            }),
+            mode: self
+                .lease
+                .map_or(LeaseMode::Watchdog, |lease| LeaseMode::Fixed {
+                    expires_at: Expiry::new(sent_at + lease, lease_ms),
+                }),
             sent_at,
             token,
             label: self.label.clone(),
@@ -357,7 +370,7 @@ impl Lock {
             grant,
         ));
         scope::remember(self.client.id(), self.kind, &guard);
-        Ok(Attempt::Acquired(guard))
+        guard
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Each member is an ordinary lock on Redisson's layout (so a Java `RLock`
 //! on any member name is excluded) with its own guard, renewal and fencing
-//! token; the multi-lock only decides the order and what happens when a
-//! member is busy.
+//! token; the multi-lock decides which members go in one script call
+//! (`lock/together.rs`), the order, and what happens when a member is busy.
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use futures_util::future::select_all;
 use tokio::time::Instant;
 
 use crate::client::Client;
+use crate::connection::SlotId;
 use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::layout;
@@ -24,12 +25,15 @@ use crate::wait::{self, Attempt, Contender};
 /// A handle to several named locks taken together; made by
 /// [`Client::multi_lock`].
 ///
-/// An acquire takes every member or none: the members are taken one by one
-/// in one fixed order (sorted by name, duplicates removed), and when one is
-/// busy, those taken so far are released before the call waits or returns.
-/// Two multi-locks over overlapping names, given in any order, therefore
-/// never wait for each other while holding part of what the other needs, so
-/// they cannot deadlock. Waiting sleeps until the member that refused it
+/// An acquire takes every member or none. Members that one script may touch
+/// together (all of them on one node; those of one hash slot on a cluster)
+/// are taken in one script call, one round trip, all or none by Redis's own
+/// atomicity; such groups are taken in one fixed order (the names sorted,
+/// duplicates removed), and when a member is busy, those taken so far are
+/// released before the call waits or returns. Two multi-locks over
+/// overlapping names, given in any order, therefore never wait for each
+/// other while holding part of what the other needs, so they cannot
+/// deadlock. Waiting sleeps until the member that refused it
 /// last is released (its channel, or its remaining lease), then starts
 /// again from the first member.
 ///
@@ -40,9 +44,10 @@ use crate::wait::{self, Attempt, Contender};
 /// Where Redisson's `RedissonMultiLock` differs: it also takes members in
 /// the order given (two callers that list them differently can wait on each
 /// other), and on a failure it unlocks only the members it took, stopping at
-/// the first unlock that fails; here a failed or cancelled acquire releases
-/// every member it took, each owner-checked (Drop sends what a cancelled
-/// call could not).
+/// the first unlock that fails, and it sends one request per member; here
+/// a failed or cancelled acquire releases every member it took, each
+/// owner-checked (Drop sends what a cancelled call could not), and members
+/// that share a node or slot cost one request together.
 ///
 /// ```no_run
 /// # async fn demo(client: redlease::Client) -> Result<(), redlease::Error> {
@@ -175,6 +180,28 @@ impl MultiLock {
         wait::wait(&self.client, &mut waiter, wait).await
     }
 
+    /// The members, by index, in groups that one acquire script takes
+    /// together: those of one hash slot on a cluster, all of them on one
+    /// node; groups in the order of their first member. When acquires must
+    /// wait for replicas, one member per group (the replicas' wait belongs
+    /// to a single acquire).
+    fn groups(&self) -> Vec<Vec<usize>> {
+        let client = &self.client;
+        if client.replicas().is_some() {
+            return (0..self.names.len()).map(|i| vec![i]).collect();
+        }
+        let conn = client.acquire_conn();
+        let mut groups: Vec<(Option<SlotId>, Vec<usize>)> = Vec::new();
+        for (i, name) in self.names.iter().enumerate() {
+            let slot = conn.slot(name);
+            match groups.iter_mut().find(|(s, _)| *s == slot) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((slot, vec![i])),
+            }
+        }
+        groups.into_iter().map(|(_, members)| members).collect()
+    }
+
     /// Member `i`'s lock handle.
     fn member(&self, i: usize) -> Lock {
         let lock = self.client.lock(self.names[i].to_string());
@@ -204,22 +231,19 @@ impl Contender for Waiter<'_> {
             return Err(Error::invalid("a multi-lock needs at least one lock name"));
         }
         let mut taken = Vec::with_capacity(self.multi.names.len());
-        for i in 0..self.multi.names.len() {
-            let outcome = self.multi.member(i).attempt_once().await;
-            match outcome {
-                Ok(Attempt::Acquired(guard)) => taken.push(guard),
-                Ok(Attempt::Busy(ttl) | Attempt::Short(ttl)) => {
-                    self.blocker = i;
-                    release_all(taken).await;
-                    return Ok(Attempt::Busy(ttl));
-                }
-                Err(e) => {
-                    self.blocker = i;
-                    release_all(taken).await;
-                    return Err(e);
-                }
-            }
+        for group in self.multi.groups() {
+            let locks: Vec<Lock> = group.iter().map(|&i| self.multi.member(i)).collect();
+            let outcome = Lock::attempt_together(&locks, &mut taken).await;
+            let (blocker, result) = match outcome {
+                Ok(None) => continue,
+                Ok(Some(refusal)) => (group[refusal.member], Ok(Attempt::Busy(refusal.ttl))),
+                Err(e) => (group[0], Err(e)),
+            };
+            self.blocker = blocker;
+            release_all(taken).await;
+            return result;
         }
+        taken.sort_by(|a, b| a.name().cmp(b.name()));
         Ok(Attempt::Acquired(MultiGuard { guards: taken }))
     }
 

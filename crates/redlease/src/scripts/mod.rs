@@ -12,7 +12,8 @@
 //!   `redisson_lock__channel:{<name>}`.
 //!
 //! One file per primitive: `lock.rs` (acquire, re-entry, release, renewal
-//! and the fencing counter), `fair.rs` (the fair lock's queue), `rwlock.rs`
+//! and the fencing counter), `multi.rs` (a multi-lock's members taken in
+//! one script), `fair.rs` (the fair lock's queue), `rwlock.rs`
 //! (the read-write lock), `admin.rs` (the operators' forced unlock),
 //! `semaphore.rs` (Redisson's `RSemaphore`), `latch.rs` (Redisson's
 //! `RCountDownLatch`) and `expirable.rs` (Redisson's
@@ -29,6 +30,7 @@ pub(crate) mod expirable;
 pub(crate) mod fair;
 pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod multi;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 
@@ -148,12 +150,13 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 28] = [
+    let scripts: [&'static LazyLock<Lua>; 29] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
         &lock::RENEW,
         &lock::RENEW_ON_NODE,
+        &multi::ACQUIRE_ALL,
         &fair::ACQUIRE,
         &fair::RELEASE,
         &fair::ABANDON,
@@ -238,14 +241,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 28);
+        assert_eq!(listed.len(), 29);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 28);
+        assert_eq!(hashes.len(), 29);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -255,6 +258,7 @@ pub(crate) mod tests {
                 "release",
                 "renew",
                 "renew_on_node",
+                "acquire_all",
                 "fair_acquire",
                 "fair_release",
                 "fair_abandon",

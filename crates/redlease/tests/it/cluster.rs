@@ -364,3 +364,30 @@ async fn a_multi_lock_spans_slots() {
     assert_eq!(g.guards().len(), 4);
     g.unlock().await.unwrap();
 }
+
+/// Members that share a hash slot go in one script call on their master,
+/// beside members of other slots: all or none, and a busy member of the
+/// shared slot is named and leaves its slot-mates free.
+#[tokio::test]
+async fn a_multi_lock_takes_slot_mates_together() {
+    let cluster = shared_cluster();
+    let c = cluster_client(cluster, Duration::from_secs(30)).await;
+    let tag = unique("multi-mates");
+    let mates: Vec<String> = (0..3).map(|i| format!("{{{tag}}}:{i}")).collect();
+    let other = unique("multi-mates-other");
+    assert_eq!(key_slot(&mates[0]), key_slot(&mates[2]));
+    let mut names = mates.clone();
+    names.push(other.clone());
+    let g = c.multi_lock(names.clone()).try_lock().await.unwrap();
+    assert_eq!(g.guards().len(), 4);
+    g.unlock().await.unwrap();
+    let held = c.lock(&mates[1]).try_lock().await.unwrap();
+    let e = c.multi_lock(names.clone()).try_lock().await.unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    assert_eq!(e.key(), Some(mates[1].as_str()));
+    for name in [&mates[0], &mates[2], &other] {
+        let free = c.lock(name).try_lock().await.unwrap();
+        free.unlock().await.unwrap();
+    }
+    held.unlock().await.unwrap();
+}

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, client, client_with_watchdog, eventually, exists, unique};
+use crate::support::{
+    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, exists, pttl, unique,
+};
 
 /// Overlapping multi-locks exclude each other, and a refused one leaves
 /// none of its keys behind (not even those it could have taken).
@@ -179,7 +181,8 @@ async fn bad_names_are_invalid_arguments() {
         .unwrap_err();
     assert!(e.is_invalid_argument(), "{e}");
     let ok = unique("multi-bad");
-    // Sorted after the good name: taken, then released.
+    // Checked before anything is taken (on one node, one script call; on a
+    // cluster an earlier slot's members may be taken, then released).
     let too_long = "z".repeat(redlease::MAX_NAME_LEN + 1);
     let e = c
         .multi_lock([too_long, ok.clone()])
@@ -189,4 +192,102 @@ async fn bad_names_are_invalid_arguments() {
     assert!(e.is_invalid_argument(), "{e}");
     let released = eventually(Duration::from_secs(1), || !exists(server, &ok));
     assert!(released.await.is_some(), "{ok} was left held");
+}
+
+/// On one node every member goes in one script call: one round trip to
+/// take four locks, one to find the busy one (which is named), and nothing
+/// written by the refused call.
+#[tokio::test]
+async fn members_on_one_node_are_taken_in_one_script_call() {
+    let server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let names: Vec<String> = (0..4).map(|i| unique(&format!("multi-one-{i}"))).collect();
+    let multi = c.multi_lock(names.clone()).lease(Duration::from_secs(30));
+    // The first call may load the script (NOSCRIPT, then EVALSHA again).
+    multi.try_lock().await.unwrap().unlock().await.unwrap();
+    let before = evalsha_calls(&server);
+    let held = multi.try_lock().await.unwrap();
+    assert_eq!(evalsha_calls(&server) - before, 1, "one acquire call");
+    let tokens: Vec<u64> = held.guards().iter().map(|g| g.fencing_token()).collect();
+    assert!(tokens.iter().all(|&t| t > 0), "{tokens:?}");
+    for name in &names {
+        assert!(pttl(&server, name) > 29_000, "{name} has the lease");
+    }
+    held.unlock().await.unwrap();
+    let foreign = c.lock(&names[2]).try_lock().await.unwrap();
+    let before = evalsha_calls(&server);
+    let e = multi.try_lock().await.unwrap_err();
+    assert_eq!(evalsha_calls(&server) - before, 1, "one refused call");
+    assert!(e.is_busy(), "{e}");
+    assert_eq!(e.key(), Some(names[2].as_str()));
+    for (i, name) in names.iter().enumerate() {
+        assert_eq!(exists(&server, name), i == 2, "{name}");
+    }
+    foreign.unlock().await.unwrap();
+}
+
+/// A member whose key holds another type is named in the error, and the
+/// call leaves nothing held; so does a member whose fencing counter is not
+/// an integer.
+#[tokio::test]
+async fn a_member_of_another_type_is_named_and_nothing_is_held() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let names: Vec<String> = (0..3).map(|i| unique(&format!("multi-type-{i}"))).collect();
+    let mut conn = server.connection();
+    redis::cmd("SET")
+        .arg(&names[1])
+        .arg("a string")
+        .exec(&mut conn)
+        .unwrap();
+    let e = c.multi_lock(names.clone()).try_lock().await.unwrap_err();
+    assert!(e.is_wrong_type(), "{e}");
+    assert_eq!(e.key(), Some(names[1].as_str()));
+    assert!(!exists(server, &names[0]) && !exists(server, &names[2]));
+    redis::cmd("DEL").arg(&names[1]).exec(&mut conn).unwrap();
+    let counter = format!("redisson_lock_token:{{{}}}", names[2]);
+    redis::cmd("SET")
+        .arg(&counter)
+        .arg("not a number")
+        .exec(&mut conn)
+        .unwrap();
+    let e = c.multi_lock(names.clone()).try_lock().await.unwrap_err();
+    assert!(e.to_string().contains(&counter), "{e}");
+    assert!(
+        names.iter().all(|n| !exists(server, n)),
+        "a member was held"
+    );
+    redis::cmd("DEL").arg(&counter).exec(&mut conn).unwrap();
+}
+
+/// Inside an owner scope, a member the scope holds is re-entered (same
+/// token, one more hold) and the others are taken together; releasing the
+/// multi-lock leaves the scope's hold.
+#[tokio::test]
+async fn a_member_held_by_the_scope_is_reentered() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let names: Vec<String> = (0..3)
+        .map(|i| unique(&format!("multi-scope-{i}")))
+        .collect();
+    redlease::scope(async {
+        let outer = c.lock(&names[1]).try_lock().await.unwrap();
+        let multi = c.multi_lock(names.clone()).try_lock().await.unwrap();
+        assert_eq!(
+            multi.fencing_token(&names[1]),
+            Some(outer.fencing_token()),
+            "re-entered"
+        );
+        let names_taken: Vec<&str> = multi.guards().iter().map(|g| g.name()).collect();
+        assert_eq!(
+            names_taken,
+            names.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        multi.unlock().await.unwrap();
+        assert!(exists(server, &names[1]), "the scope's hold was released");
+        assert!(!exists(server, &names[0]) && !exists(server, &names[2]));
+        outer.unlock().await.unwrap();
+    })
+    .await;
+    assert!(!exists(server, &names[1]));
 }
