@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,9 @@ use std::time::Duration;
 /// answered, as when a network path dies without a reset. So the client
 /// learns nothing until its own time-outs fire. [`heal`](Proxy::heal)
 /// delivers what was held back and forwards again, as TCP does when a path
-/// comes back before the connection gives up.
+/// comes back before the connection gives up. [`delay`](Proxy::delay)
+/// makes the path slow instead: every chunk waits before it is forwarded,
+/// as behind a congested link or a master that answers late.
 ///
 /// Runs on plain threads, so it works under any async runtime or none.
 #[derive(Debug)]
@@ -26,6 +28,8 @@ pub struct Proxy {
 #[derive(Debug, Default)]
 struct Shared {
     cut: AtomicBool,
+    /// Added before forwarding each chunk, in microseconds.
+    delay_us: AtomicU64,
     closed: AtomicBool,
     /// Every socket the proxy opened, shut down when it drops so that its
     /// threads end.
@@ -56,6 +60,14 @@ impl Proxy {
     /// Stops forwarding, in both directions, until [`heal`](Proxy::heal).
     pub fn cut(&self) {
         self.shared.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Holds each chunk `delay` before forwarding it, in both directions,
+    /// from now on (zero: no delay). Requests and replies then arrive late
+    /// but in order, and nothing is lost.
+    pub fn delay(&self, delay: Duration) {
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.shared.delay_us.store(us, Ordering::SeqCst);
     }
 
     /// Delivers what was held back and forwards again.
@@ -122,7 +134,7 @@ fn accept(listener: TcpListener, target_port: u16, shared: Arc<Shared>) {
 }
 
 /// Copies `from` to `to` until either side closes, holding bytes back while
-/// the proxy is cut.
+/// the proxy is cut, and each chunk for the delay, if any.
 fn pump(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
     let mut buf = [0u8; 16 * 1024];
     loop {
@@ -138,6 +150,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+        let delay = shared.delay_us.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_micros(delay));
         }
         if to.write_all(&buf[..n]).is_err() {
             break;

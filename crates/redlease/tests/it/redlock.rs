@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{RedisServer, exists, unique};
+use crate::support::{Proxy, RedisServer, eventually, exists, unique};
 
 const FOREIGN: &str = "someone-else:1";
 
@@ -63,7 +63,7 @@ async fn free_masters_grant_a_quorum_and_validity_is_within_the_lease() {
         "validity past the lease"
     );
     assert!(g.valid_until() > std::time::Instant::now());
-    let held = crate::support::eventually(Duration::from_secs(1), || {
+    let held = eventually(Duration::from_secs(1), || {
         servers.iter().filter(|s| exists(s, &name)).count() == g.masters()
     });
     assert!(held.await.is_some(), "late grants were not withdrawn");
@@ -106,7 +106,7 @@ async fn every_subset_of_four_masters_behaves_by_quorum() {
             if subset & (1 << i) != 0 {
                 assert!(foreign_stays(s, &name), "a foreign holder was removed");
             } else {
-                let gone = crate::support::eventually(Duration::from_secs(1), || !exists(s, &name));
+                let gone = eventually(Duration::from_secs(1), || !exists(s, &name));
                 assert!(gone.await.is_some(), "left held on a free master");
             }
         }
@@ -153,6 +153,53 @@ async fn masters_down_or_stopped_do_not_block_past_their_timeout() {
         started.elapsed()
     );
     servers[0].resume();
+}
+
+/// A slow master (behind a proxy that delays every packet well past the
+/// per-master timeout) costs at most that timeout: the lock is granted by
+/// the other two, its validity counts from before the request, and the
+/// slow master's late grant is withdrawn behind it, so nothing stays there.
+#[tokio::test]
+async fn a_slow_master_costs_its_timeout_and_its_late_grant_is_withdrawn() {
+    let servers = masters(3);
+    let proxy = Proxy::start(servers[0].port());
+    let slow = redlease::Client::connect(&proxy.url()).await.unwrap();
+    let mut clients = vec![slow.clone()];
+    clients.extend(self::clients(&servers[1..]).await);
+    let (timeout, lease) = (Duration::from_millis(50), Duration::from_secs(5));
+    let name = unique("redlock-slow");
+    let redlock = redlease::RedLock::new(clients, &name)
+        .unwrap()
+        .lease(lease)
+        .master_timeout(timeout);
+    // The slow master's scripts loaded first: an EVALSHA answered NOSCRIPT
+    // after the timeout would never run the acquire at all. (A RedLock
+    // warm-up would not do: it returns at quorum, perhaps before this
+    // master answered.)
+    let warm = slow.lock(unique("redlock-slow-warm"));
+    warm.try_lock().await.unwrap().unlock().await.unwrap();
+    proxy.delay(Duration::from_millis(300));
+    let started = Instant::now();
+    let g = redlock.try_lock().await.unwrap();
+    let took = started.elapsed();
+    assert!(took < timeout + Duration::from_millis(250), "{took:?}");
+    assert_eq!(g.masters(), 2);
+    assert!(
+        g.valid_until() <= started + lease,
+        "validity past the lease"
+    );
+    // The request reaches the slow master about 300 ms late and takes the
+    // key there; the release sent behind it follows another 300 ms later.
+    let late = eventually(Duration::from_secs(3), || exists(&servers[0], &name));
+    assert!(late.await.is_some(), "the late request never arrived");
+    let withdrawn = eventually(Duration::from_secs(5), || !exists(&servers[0], &name));
+    assert!(
+        withdrawn.await.is_some(),
+        "the late grant stayed on the slow master"
+    );
+    assert!(exists(&servers[1], &name) && exists(&servers[2], &name));
+    g.unlock().await.unwrap();
+    assert!(servers.iter().all(|s| !exists(s, &name)));
 }
 
 /// Extended before its validity ends, it stays valid; once it ended (or
@@ -214,14 +261,14 @@ async fn cancelled_acquires_leave_nothing_on_any_master() {
             g.unlock().await.unwrap();
         }
     }
-    let clear = crate::support::eventually(Duration::from_secs(2), || {
+    let clear = eventually(Duration::from_secs(2), || {
         servers.iter().all(|s| !exists(s, &name))
     });
     assert!(clear.await.is_some(), "a master was left held");
     // A dropped guard releases in the background.
     let g = redlock.try_lock().await.unwrap();
     drop(g);
-    let clear = crate::support::eventually(Duration::from_secs(2), || {
+    let clear = eventually(Duration::from_secs(2), || {
         servers.iter().all(|s| !exists(s, &name))
     });
     assert!(clear.await.is_some(), "a dropped guard left a master held");
