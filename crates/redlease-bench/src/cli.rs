@@ -94,6 +94,32 @@ pub(crate) enum Bench {
     },
     /// Commands redlease sends per operation, counted by the server.
     Roundtrips,
+    /// redlease's RedLock beside rslock's over the same private,
+    /// independent masters: lock+release latency (p50, p90, p99), pairs
+    /// per second, and Redis's and the client's CPU per pair, the
+    /// libraries taking turns.
+    ///
+    /// Not part of `all`: its results are written into docs/BENCHMARKS.md
+    /// by hand. Needs scripts/bench-peers for rslock.
+    Redlock {
+        /// Seconds each measurement runs.
+        #[arg(default_value_t = REDLOCK.seconds)]
+        seconds: u64,
+        /// Numbers of independent masters, a pair of rows each (the most
+        /// are started, once).
+        #[arg(
+            value_name = "MASTERS",
+            default_values_t = REDLOCK.counts.to_vec(),
+            value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16),
+        )]
+        counts: Vec<usize>,
+        /// Measurements per library and number of masters.
+        #[arg(long, default_value_t = 3, value_parser = at_least_one())]
+        runs: usize,
+        /// Tasks on each side, each locking a key of its own.
+        #[arg(long, default_value_t = 1, value_parser = at_least_one())]
+        tasks: usize,
+    },
     /// Replaces what is between FILE's generated-section markers with
     /// stdin (scripts/bench: `splice docs/BENCHMARKS.md < report.md`).
     Splice { file: PathBuf },
@@ -118,6 +144,11 @@ pub(crate) enum Bench {
         locks: usize,
         masters: Vec<String>,
     },
+}
+
+/// A count that makes no sense at zero.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..)
 }
 
 /// A measurement's default SECONDS and counts (tasks, waiters, locks).
@@ -146,6 +177,10 @@ const SCALE: Defaults = Defaults {
 const CLUSTER: Defaults = Defaults {
     seconds: 3,
     counts: &[1, 16, 256],
+};
+const REDLOCK: Defaults = Defaults {
+    seconds: 5,
+    counts: &[3, 5],
 };
 
 /// A measurement's seconds and counts.
@@ -180,6 +215,7 @@ pub(crate) enum Measurement {
     Roundtrips,
     Cluster(Run),
     ClusterScale(Run),
+    RedLock(crate::redlock::Plan),
 }
 
 /// `all`: every measurement but throughput, in the order they run, each
@@ -235,6 +271,14 @@ mod tests {
             Some(Bench::ScaleWorker { locks: 10, masters, .. }) if masters.len() == 2
         ));
         assert!(matches!(
+            parse(&["redlock"]),
+            Some(Bench::Redlock { seconds: 5, counts, runs: 3, tasks: 1 }) if counts == [3, 5]
+        ));
+        assert!(matches!(
+            parse(&["redlock", "2", "5", "--runs", "5", "--tasks", "4"]),
+            Some(Bench::Redlock { seconds: 2, counts, runs: 5, tasks: 4 }) if counts == [5]
+        ));
+        assert!(matches!(
             parse(&["fairness-worker", "redis://h:1", "n", "fair", "2"]),
             Some(Bench::FairnessWorker { kind, seconds: 2, .. }) if kind == "fair"
         ));
@@ -243,6 +287,8 @@ mod tests {
             &["roundtrips", "3"],
             &["fairness-worker", "redis://h:1", "n", "sideways", "2"],
             &["pairs-worker", "redis://h:1"],
+            &["redlock", "5", "0"],
+            &["redlock", "--runs", "0"],
             &["unknown"],
         ] {
             let argv = std::iter::once("redlease-bench").chain(bad.iter().copied());
@@ -266,6 +312,7 @@ mod tests {
                 Measurement::Fairness { seconds } => assert_eq!(*seconds, 1),
                 Measurement::Roundtrips => {}
                 Measurement::Throughput(_) => panic!("all leaves throughput out"),
+                Measurement::RedLock(_) => panic!("all leaves redlock out"),
             }
         }
         match &all(None, &[])[0] {

@@ -130,7 +130,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
 
 /// Runs a peer's driver, which blocks this thread for seconds, without
 /// holding up the runtime's other tasks (the client's connection).
-fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     tokio::task::block_in_place(run).map_err(|why| why.replace('|', "/"))
 }
 

@@ -12,12 +12,14 @@
 //! cargo run --release -p redlease-bench -- scale [--cluster] [SECONDS] [LOCKS...]
 //! cargo run --release -p redlease-bench -- cluster [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- roundtrips
+//! cargo run --release -p redlease-bench -- redlock [SECONDS] [MASTERS...] [--runs N] [--tasks N]
 //! cargo run --release -p redlease-bench -- --help
 //! ```
 //!
 //! The output is Markdown, for `docs/BENCHMARKS.md`: `splice FILE` puts
 //! what it reads from stdin between the file's generated-section markers.
-//! `compare` also draws `target/bench/comparison.png`.
+//! `compare` also draws `target/bench/comparison.png`. `redlock` (RedLock
+//! beside rslock's, on private masters of its own) is not part of `all`.
 
 mod chart;
 mod cli;
@@ -27,6 +29,7 @@ mod fairness;
 mod handoff;
 mod peer;
 mod probe;
+mod redlock;
 mod roundtrips;
 mod scale;
 mod splice;
@@ -68,6 +71,17 @@ async fn main() -> ExitCode {
         } => vec![Measurement::ClusterScale(Run { seconds, counts })],
         Bench::Cluster { seconds, counts } => vec![Measurement::Cluster(Run { seconds, counts })],
         Bench::Roundtrips => vec![Measurement::Roundtrips],
+        Bench::Redlock {
+            seconds,
+            counts,
+            runs,
+            tasks,
+        } => vec![Measurement::RedLock(redlock::Plan {
+            seconds,
+            masters: counts,
+            runs,
+            tasks,
+        })],
         Bench::Splice { file } => {
             return match splice::splice(&file) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -105,7 +119,8 @@ async fn main() -> ExitCode {
 }
 
 /// Runs the measurements of `plan`, in its order, against one private
-/// server, and a private 3-master cluster for those that need one.
+/// server, and a private 3-master cluster for those that need one
+/// (`redlock` starts independent masters of its own; the server idles).
 async fn measure(plan: Vec<Measurement>) {
     let server = RedisServer::start();
     // Started at the first measurement that needs it, once.
@@ -140,6 +155,9 @@ async fn measure(plan: Vec<Measurement>) {
             Measurement::Roundtrips => roundtrips::run(&server, &[1, 100, 101, 1000]).await,
             Measurement::Cluster(run) => {
                 cluster::run(&server, started(&mut cluster), run.seconds, &run.counts).await;
+            }
+            Measurement::RedLock(plan) => {
+                redlock::run(&plan, &workspace().join(peer::MANIFEST)).await;
             }
             Measurement::ClusterScale(run) => {
                 scale::run(

@@ -6,7 +6,8 @@
 //! (`argv`) of its driver, a small program in `peers/` that uses the library
 //! as its users would. A driver is called as
 //! `argv... uncontended URL TASKS SECONDS` or `argv... handoff URL WORKERS
-//! SECONDS` and prints one JSON line: the same measurement as redlease's,
+//! SECONDS` (and rslock's also as `argv... redlock URL,URL,... TASKS
+//! SECONDS`) and prints one JSON line: the same measurement as redlease's,
 //! with the same definitions (see `peers/python/driver.py`).
 
 use std::path::Path;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::handoff::Handoffs;
+use crate::redlock::Latencies;
 
 /// The manifest `scripts/bench-peers` writes, relative to the workspace.
 pub(crate) const MANIFEST: &str = "target/bench-peers/peers.json";
@@ -109,24 +111,31 @@ impl Peer {
         seconds: u64,
     ) -> Result<Handoffs, String> {
         let out = self.drive("handoff", url, workers, seconds)?;
-        let quantiles = out["quantiles_us"]
-            .as_array()
-            .ok_or("no \"quantiles_us\" in the driver's output")?
-            .iter()
-            // Clamped at zero: a driver's clocks cannot go backwards, but a
-            // bad line must not stop the run.
-            .map(|q| {
-                q.as_f64()
-                    .map(|us| Duration::from_secs_f64((us / 1e6).max(0.0)))
-            })
-            .collect::<Option<Vec<_>>>()
-            .ok_or("a quantile that is not a number")?;
         Ok(Handoffs {
             acquisitions: number(&out, "acquisitions")? as u64,
             handoffs: number(&out, "handoffs")? as usize,
             seconds: number(&out, "seconds")?,
-            quantiles,
+            quantiles: quantiles(&out)?,
             commands_per_handoff: f64::NAN,
+        })
+    }
+
+    /// Timed lock+release pairs with `tasks` workers on one RedLock over
+    /// the masters at `urls`, as [`crate::redlock`] times redlease's (rslock
+    /// only).
+    pub(crate) fn redlock(
+        &self,
+        urls: &[String],
+        tasks: usize,
+        seconds: u64,
+    ) -> Result<Latencies, String> {
+        let out = self.drive("redlock", &urls.join(","), tasks, seconds)?;
+        Ok(Latencies {
+            pairs: number(&out, "pairs")? as u64,
+            seconds: number(&out, "seconds")?,
+            errors: number(&out, "errors")? as u64,
+            client_cpu: number(&out, "cpu_seconds")?,
+            quantiles: quantiles(&out)?,
         })
     }
 
@@ -169,4 +178,20 @@ fn number(out: &Value, field: &str) -> Result<f64, String> {
     out[field]
         .as_f64()
         .ok_or_else(|| format!("no number {field:?} in the driver's output"))
+}
+
+/// The 0th to 100th percentile the driver reports in `quantiles_us`.
+fn quantiles(out: &Value) -> Result<Vec<Duration>, String> {
+    out["quantiles_us"]
+        .as_array()
+        .ok_or("no \"quantiles_us\" in the driver's output")?
+        .iter()
+        // Clamped at zero: a driver's clocks cannot go backwards, but a
+        // bad line must not stop the run.
+        .map(|q| {
+            q.as_f64()
+                .map(|us| Duration::from_secs_f64((us / 1e6).max(0.0)))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "a quantile that is not a number".to_owned())
 }

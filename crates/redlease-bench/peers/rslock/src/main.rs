@@ -1,9 +1,10 @@
 //! Peer driver: crates.io `rslock` driven as its users would, for the
 //! redlease benchmark comparison. One `LockManager` (one multiplexed
-//! connection) shared by N tokio tasks.
+//! connection per server) shared by N tokio tasks.
 //!
 //! Usage: `rslock-peer uncontended <redis-url> <tasks> <seconds>`
 //!    or: `rslock-peer handoff <redis-url> <workers> <seconds>`
+//!    or: `rslock-peer redlock <redis-url>,<redis-url>,... <tasks> <seconds>`
 //! Prints one JSON line on stdout (see scripts/bench-peers for the protocol).
 
 use std::process::exit;
@@ -20,15 +21,22 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
         eprintln!(
-            "usage: {} uncontended|handoff <redis-url> <n> <seconds>",
+            "usage: {} uncontended|handoff|redlock <redis-url>[,<redis-url>...] <n> <seconds>",
             args[0]
         );
         exit(2);
     }
     let (url, n, seconds) = (&args[2], parse::<usize>(&args[3]), parse::<f64>(&args[4]));
-    let manager = LockManager::new(vec![url.as_str()]);
-    // Connect outside the timed window: rslock connects on first use. (A GET;
-    // rslock reports no connection failure here, the lock calls will.)
+    // RedLock's masters are one argument, comma-separated; the other modes
+    // take one server.
+    let urls: Vec<&str> = match args[1].as_str() {
+        "redlock" => url.split(',').collect(),
+        _ => vec![url.as_str()],
+    };
+    let manager = LockManager::new(urls);
+    // Connect outside the timed window: rslock connects on first use. (A GET
+    // on every server; rslock reports no connection failure here, the lock
+    // calls will.)
     let _ = manager
         .query_redis_for_key_value(b"bench:rslock:warm-up")
         .await;
@@ -36,6 +44,7 @@ async fn main() {
     let line = match args[1].as_str() {
         "uncontended" => uncontended(manager, n, duration).await,
         "handoff" => handoff(manager, n, duration).await,
+        "redlock" => redlock(manager, n, duration).await,
         other => {
             eprintln!("unknown mode {other}");
             exit(2);
@@ -93,6 +102,102 @@ async fn uncontended(manager: LockManager, tasks: usize, duration: Duration) -> 
     }
     let elapsed = start.elapsed().as_secs_f64();
     format!(r#"{{"pairs": {pairs}, "seconds": {elapsed:.6}, "errors": {errors}}}"#)
+}
+
+/// Like `uncontended`, on the RedLock the manager's servers make, timing
+/// each pair: from the call to `lock()` to the return of `release()`, which
+/// both wait for every server. Same definitions as the bench's own side
+/// (crates/redlease-bench/src/redlock.rs).
+async fn redlock(manager: LockManager, tasks: usize, duration: Duration) -> String {
+    // The unlock script is loaded on each server by its first release
+    // (`EVALSHA`, then `EVAL` on `NOSCRIPT`): a few pairs first, so that
+    // no measured pair pays for it.
+    for _ in 0..10 {
+        if let Ok(lock) = manager.lock(b"bench:rslock:warm-up", LEASE).await {
+            lock.release().await;
+        }
+    }
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    let deadline = start + duration;
+    let pid = std::process::id();
+    let handles: Vec<_> = (0..tasks)
+        .map(|i| {
+            let manager = manager.clone();
+            let key = format!("bench:rslock:r:{pid}:{i}");
+            tokio::spawn(async move {
+                let (mut samples, mut errors) = (Vec::new(), 0u64);
+                while Instant::now() < deadline {
+                    let began = Instant::now();
+                    match manager.lock(key.as_bytes(), LEASE).await {
+                        Ok(lock) => {
+                            lock.release().await;
+                            samples.push(began.elapsed());
+                        }
+                        Err(e) => {
+                            eprintln!("lock: {e}");
+                            errors += 1;
+                        }
+                    }
+                }
+                (samples, errors)
+            })
+        })
+        .collect();
+    let (mut samples, mut errors) = (Vec::new(), 0);
+    for handle in handles {
+        let (s, e) = handle.await.expect("task");
+        samples.extend(s);
+        errors += e;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu;
+    format!(
+        r#"{{"pairs": {}, "seconds": {elapsed:.6}, "errors": {errors}, "cpu_seconds": {cpu:.3}, "quantiles_us": [{}]}}"#,
+        samples.len(),
+        quantiles_us(&mut samples).join(", ")
+    )
+}
+
+/// This process's user+sys CPU seconds so far (all threads), from
+/// /proc/self/stat, so that the bench can set the client's work per pair
+/// beside the servers'.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces, so find its
+    // closing parenthesis): utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: f64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<f64>().ok())
+        .sum();
+    let per_second = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(100.0);
+    ticks / per_second
+}
+
+/// The 0th..100th percentile of `samples` in microseconds: the sample at
+/// index (len - 1) * q / 100 of the sorted list; none without samples.
+fn quantiles_us(samples: &mut [Duration]) -> Vec<String> {
+    samples.sort();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    (0..=100)
+        .map(|q| samples[(samples.len() - 1) * q / 100])
+        .map(|d| format!("{:.1}", d.as_secs_f64() * 1e6))
+        .collect()
 }
 
 #[derive(Default)]
@@ -177,17 +282,7 @@ async fn handoff(manager: LockManager, workers: usize, duration: Duration) -> St
         let mut board = board.lock().expect("board");
         (board.seq, std::mem::take(&mut board.samples), board.errors)
     };
-    samples.sort();
-    // The 0th..100th percentile: the sample at index (len - 1) * q / 100 of
-    // the sorted list.
-    let quantiles: Vec<String> = if samples.is_empty() {
-        Vec::new()
-    } else {
-        (0..=100)
-            .map(|q| samples[(samples.len() - 1) * q / 100])
-            .map(|d| format!("{:.1}", d.as_secs_f64() * 1e6))
-            .collect()
-    };
+    let quantiles = quantiles_us(&mut samples);
     format!(
         r#"{{"acquisitions": {acquisitions}, "handoffs": {}, "seconds": {elapsed:.6}, "errors": {errors}, "quantiles_us": [{}]}}"#,
         samples.len(),
