@@ -52,7 +52,7 @@ struct Inner {
     /// exactly as two processes do.
     next_owner: AtomicU64,
     watchdog_timeout: Duration,
-    /// Time to live of fencing counters, refreshed by every acquisition.
+    /// Time to live of fencing counters, from their start (from the clock).
     fencing_ttl_ms: u64,
     /// Redisson's wait per place in a fair lock's queue, which fair
     /// waiters' deadlines count in (see `ClientBuilder::redisson_fair_wait`).
@@ -255,12 +255,15 @@ impl ClientBuilder {
     }
 
     /// How long a lock's fencing counter (`redisson_lock_token:{name}`) lives
-    /// after the lock's last acquisition (default 24 h), so that a service
-    /// locking one name per order does not leave a key per order behind.
+    /// from its start (default 24 h), so that a service locking one name per
+    /// order does not leave a key per order behind.
     ///
     /// Tokens stay increasing when the counter is gone, since a new one
     /// starts from the server's clock in microseconds (see
-    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token)). While
+    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token)); a
+    /// name in constant use restarts its counter so once per time to live.
+    /// Each token is one `INCR`, which keeps the time to live: refreshing it
+    /// on every acquisition would cost Redis a write more per lock. While
     /// it lives, the counter also keeps tokens increasing across a step back
     /// of the server's clock, so keep it longer than any step you expect.
     /// At least 1 ms.

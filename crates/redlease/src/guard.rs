@@ -57,10 +57,11 @@ impl LockGuard {
     /// token and a write conditioned on the claim; the crate's `fenced`
     /// example shows that pattern on PostgreSQL, and the README says why.
     ///
-    /// Tokens are the server's clock in microseconds, or one more than the
-    /// last token when that is larger, so they keep increasing after the
-    /// counter key (`redisson_lock_token:{name}`) expires or Redis restarts
-    /// empty, as long as the Redis server's clock does not step back. See
+    /// Tokens count up by one on the counter key
+    /// (`redisson_lock_token:{name}`), which starts from the server's clock
+    /// in microseconds, so they keep increasing after the counter expires or
+    /// Redis restarts empty, as long as the Redis server's clock does not
+    /// step back. See
     /// [`ClientBuilder::fencing_counter_ttl`](crate::ClientBuilder::fencing_counter_ttl).
     pub fn fencing_token(&self) -> u64 {
         self.hold.token()

@@ -13,45 +13,56 @@ use crate::layout;
 /// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
 /// fencing token for a lock and returns it.
 ///
-/// The token is the larger of the server's clock in microseconds (`TIME`)
-/// and the counter's last value plus one; the counter is then set to it
-/// with the given time to live, or with none when it is `0` (for a
-/// deployment where Redisson's `RFencedLock` also takes tokens: its `INCR`
-/// never refreshes a time to live, and restarts at 1 on a counter that
-/// expired). So tokens keep increasing when the counter
-/// is gone, whether it expired (an idle lock name leaves no key behind for
-/// ever) or Redis restarted empty, provided the server's clock did not step
-/// back and fewer than one token per microsecond was issued for the name
-/// (a lock hand-off takes several round trips, so this holds by far). An
-/// `INCR` of the counter by Redisson's `RFencedLock` keeps its TTL and
+/// The common case is one `INCR` of the counter (#17: the clock-based
+/// version read `TIME`, `GET` and wrote `SET ... PX` on every acquire, a
+/// third of the acquire script's cost in Redis). The counter starts from the
+/// server's clock in microseconds: when `INCR` answers a value below
+/// 10^15 (the clock passed it in 2001), the counter was missing (expired,
+/// or Redis restarted empty) or was restarted from 1 (by Redisson's
+/// `RFencedLock`, whose `INCR` on a missing counter starts there), so the
+/// token is the clock instead, and the counter is set to it with the given
+/// time to live (none when it is `0`). Tokens therefore keep increasing
+/// across a lost counter, provided the server's clock did not step back
+/// and fewer than one token per microsecond was issued for the name on
+/// average while the counter lived (far from reach: one lock hand-off takes
+/// several round trips).
+///
+/// `INCR` keeps the counter's time to live, so a counter lives `ttl_ms`
+/// from its start however busy the name, and an idle name leaves no key
+/// behind for longer. With `0` (a deployment where Redisson's
+/// `RFencedLock` also takes tokens, whose `INCR` never sets a time to live)
+/// the counter must never expire under Java's feet, so each token also
+/// removes any time to live it had (`PERSIST`). An `INCR` by `RFencedLock`
 /// stays in the same sequence.
 ///
 /// Tokens stay below 2^53 (the year 2255 in microseconds), so Lua's double
-/// numbers hold them exactly (a counter at 2^53 - 1 or above is an error
-/// rather than a token that fails to increase); `%.0f` writes them without
-/// an exponent. Call it before writing anything: its errors (a counter of
-/// the wrong type or not an integer) must leave the lock untouched.
+/// numbers hold them exactly; a counter at 2^53 - 1 or above is an error
+/// (after the `INCR`: the counter moved, the lock is untouched). `%.0f`
+/// writes them without an exponent. Call it before writing anything: its
+/// errors (a counter of the wrong type or not an integer) must leave the
+/// lock untouched.
 pub(super) const FENCE: &str = r"
 local function fence(counter, ttl)
-    local clock = redis.call('time')
-    local token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-    local last = redis.call('get', counter)
-    if last ~= false then
-        last = tonumber(last)
-        if last == nil or last ~= math.floor(last) then
-            error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
+    local token = redis.pcall('incr', counter)
+    if type(token) == 'table' then
+        if string.sub(token.err, 1, 9) == 'WRONGTYPE' then
+            error(token)
         end
-        if last >= 9007199254740991 then
-            error({err = 'ERR fencing token counter ' .. counter .. ' is at 2^53 - 1 or above'})
-        end
-        if last >= token then
-            token = last + 1
-        end
+        error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
     end
-    if tonumber(ttl) > 0 then
-        redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
-    else
-        redis.call('set', counter, string.format('%.0f', token))
+    if token >= 9007199254740991 then
+        error({err = 'ERR fencing token counter ' .. counter .. ' is at 2^53 - 1 or above'})
+    end
+    if token < 1000000000000000 then
+        local clock = redis.call('time')
+        token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+        if tonumber(ttl) > 0 then
+            redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
+        else
+            redis.call('set', counter, string.format('%.0f', token))
+        end
+    elseif tonumber(ttl) == 0 then
+        redis.call('persist', counter)
     end
     return token
 end
@@ -113,8 +124,7 @@ impl FromRedisValue for Acquired {
     fn from_redis_value(v: Value) -> Result<Acquired, ParsingError> {
         let (flag, n): (i64, i64) = FromRedisValue::from_redis_value(v)?;
         Ok(match flag {
-            // fence() never issues less than the server clock in
-            // microseconds, which is positive.
+            // fence() never issues less than 10^15.
             1 => Acquired::Granted(n.max(0) as u64),
             _ => Acquired::Busy(u64::try_from(n).ok().map(Duration::from_millis)),
         })
@@ -153,12 +163,17 @@ pub(crate) fn reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
 /// value is left untouched), decrements it and returns `0` when holds
 /// remain, or deletes the key and falls through to the caller's
 /// announcement.
+///
+/// One `HGET` answers both whether the field is ours and whether this is
+/// the last hold, so the common release (one hold) is `HGET`, `DEL` and
+/// the announcement (#17: `HEXISTS` then `HINCRBY` cost a call more).
 pub(super) const RELEASE_HOLD: &str = r"
-if redis.pcall('hexists', KEYS[1], ARGV[3]) ~= 1 then
+local count = redis.pcall('hget', KEYS[1], ARGV[3])
+if type(count) ~= 'string' then
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
+if (tonumber(count) or 0) > 1 then
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
     redis.call('pexpire', KEYS[1], ARGV[2])
     return 0
 end

@@ -92,8 +92,7 @@ impl FromRedisValue for AcquiredAll {
     fn from_redis_value(v: Value) -> Result<AcquiredAll, ParsingError> {
         let reply: Vec<i64> = FromRedisValue::from_redis_value(v)?;
         match reply.as_slice() {
-            // fence() never issues less than the server clock in
-            // microseconds, which is positive.
+            // fence() never issues less than 10^15.
             [1, tokens @ ..] => Ok(AcquiredAll::Granted(
                 tokens.iter().map(|&t| t.max(0) as u64).collect(),
             )),

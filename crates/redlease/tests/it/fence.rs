@@ -70,9 +70,12 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
     // A counter far ahead of the clock (a Redisson sequence moved forward
     // by hand, or a clock that stepped back): we continue from it.
     let ahead = server_micros(server) + 1_000_000_000_000;
+    // (With the expiry a counter we started has: our INCR keeps it.)
     let _: () = redis::cmd("SET")
         .arg(counter_of(&name))
         .arg(ahead)
+        .arg("PX")
+        .arg(60_000)
         .query(&mut conn)
         .unwrap();
     let third = c.lock(&name).try_lock().await.unwrap();
@@ -87,6 +90,24 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
     // INCR keeps the counter's expiry.
     let ttl = pttl(server, &counter_of(&name));
     assert!(ttl > 0, "counter lost its expiry: {ttl}");
+
+    // A counter Redisson restarted from 1 (its INCR after ours expired):
+    // our next token comes from the clock again, above every earlier one.
+    let _: () = redis::cmd("SET")
+        .arg(counter_of(&name))
+        .arg(5)
+        .query(&mut conn)
+        .unwrap();
+    let clock = server_micros(server);
+    let fourth = c.lock(&name).try_lock().await.unwrap();
+    assert!(
+        fourth.fencing_token() >= clock,
+        "{}",
+        fourth.fencing_token()
+    );
+    fourth.unlock().await.unwrap();
+    let ttl = pttl(server, &counter_of(&name));
+    assert!(ttl > 0, "the restarted counter has no expiry: {ttl}");
 }
 
 /// The counter expires when the name is idle, so names leave no key behind,
@@ -113,11 +134,22 @@ async fn tokens_increase_after_the_counter_expires() {
 
     let guard = c.lock(&name).try_lock().await.unwrap();
     assert!(guard.fencing_token() > t1);
+
+    // A token is one INCR, which keeps the time to live the counter started
+    // with (#17): the next token on a live counter does not refresh it.
+    let t2 = guard.fencing_token();
+    guard.unlock().await.unwrap();
+    let before = pttl(server, &counter_of(&name));
+    let guard = c.lock(&name).try_lock().await.unwrap();
+    assert_eq!(guard.fencing_token(), t2 + 1, "one INCR");
+    let after = pttl(server, &counter_of(&name));
+    assert!(after <= before, "refreshed: {before} then {after}");
     guard.unlock().await.unwrap();
 
-    // The default keeps it for a day, refreshed by every acquisition.
-    let guard = client().await.lock(&name).try_lock().await.unwrap();
-    let ttl = pttl(server, &counter_of(&name));
+    // The default starts a counter for a day.
+    let fresh = unique("fence-expire-default");
+    let guard = client().await.lock(&fresh).try_lock().await.unwrap();
+    let ttl = pttl(server, &counter_of(&fresh));
     let day = redlease::DEFAULT_FENCING_COUNTER_TTL.as_millis() as i64;
     assert!(ttl > day - 60_000 && ttl <= day, "counter ttl {ttl}");
     guard.unlock().await.unwrap();
