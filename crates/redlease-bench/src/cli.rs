@@ -20,8 +20,8 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Bench {
-    /// Runs compare, handoff, fairness, scale, roundtrips, cluster and
-    /// scale --cluster, each with its own defaults (what scripts/bench
+    /// Runs compare, versus, handoff, fairness, scale, roundtrips, cluster
+    /// and scale --cluster, each with its own defaults (what scripts/bench
     /// does).
     ///
     /// SECONDS and COUNTS, when given, replace every measurement's own.
@@ -41,6 +41,21 @@ pub(crate) enum Bench {
         /// Tasks on one client, a row each.
         #[arg(value_name = "TASKS", default_values_t = COMPARE.counts.to_vec())]
         counts: Vec<usize>,
+    },
+    /// redlease against rslock (the fastest peer on throughput),
+    /// uncontended pairs per second and Redis CPU per pair by tasks, RUNS
+    /// times taking turns: the ratios' median and range. Needs
+    /// scripts/bench-peers.
+    Versus {
+        /// Seconds each measurement runs.
+        #[arg(default_value_t = VERSUS.seconds)]
+        seconds: u64,
+        /// Tasks on one client, a row each.
+        #[arg(value_name = "TASKS", default_values_t = VERSUS.counts.to_vec())]
+        counts: Vec<usize>,
+        /// Runs of every row.
+        #[arg(long, default_value_t = 3, value_parser = at_least_one())]
+        runs: usize,
     },
     /// Uncontended lock+unlock pairs per second by tasks on one client,
     /// next to redis-benchmark replaying the same scripts.
@@ -161,6 +176,10 @@ const COMPARE: Defaults = Defaults {
     seconds: 3,
     counts: &[1, 16, 256],
 };
+const VERSUS: Defaults = Defaults {
+    seconds: 3,
+    counts: &[1, 16, 256],
+};
 const THROUGHPUT: Defaults = Defaults {
     seconds: 5,
     counts: &[1, 64],
@@ -208,6 +227,7 @@ impl Defaults {
 #[derive(Debug)]
 pub(crate) enum Measurement {
     Compare(Run),
+    Versus(crate::versus::Plan),
     Throughput(Run),
     Handoff(Run),
     Fairness { seconds: u64 },
@@ -223,6 +243,7 @@ pub(crate) enum Measurement {
 pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
     vec![
         Measurement::Compare(COMPARE.or(seconds, counts)),
+        Measurement::Versus(versus(VERSUS.or(seconds, counts), 3)),
         Measurement::Handoff(HANDOFF.or(seconds, counts)),
         Measurement::Fairness {
             seconds: seconds.unwrap_or(FAIRNESS_SECONDS),
@@ -232,6 +253,15 @@ pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
         Measurement::Cluster(CLUSTER.or(seconds, counts)),
         Measurement::ClusterScale(SCALE.or(seconds, counts)),
     ]
+}
+
+/// The `versus` plan of `run`, `runs` times.
+pub(crate) fn versus(run: Run, runs: usize) -> crate::versus::Plan {
+    crate::versus::Plan {
+        seconds: run.seconds,
+        tasks: run.counts,
+        runs,
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +309,14 @@ mod tests {
             Some(Bench::Redlock { seconds: 2, counts, runs: 5, tasks: 4 }) if counts == [5]
         ));
         assert!(matches!(
+            parse(&["versus"]),
+            Some(Bench::Versus { seconds: 3, counts, runs: 3 }) if counts == [1, 16, 256]
+        ));
+        assert!(matches!(
+            parse(&["versus", "1", "16", "--runs", "5"]),
+            Some(Bench::Versus { seconds: 1, counts, runs: 5 }) if counts == [16]
+        ));
+        assert!(matches!(
             parse(&["fairness-worker", "redis://h:1", "n", "fair", "2"]),
             Some(Bench::FairnessWorker { kind, seconds: 2, .. }) if kind == "fair"
         ));
@@ -289,6 +327,7 @@ mod tests {
             &["pairs-worker", "redis://h:1"],
             &["redlock", "5", "0"],
             &["redlock", "--runs", "0"],
+            &["versus", "--runs", "0"],
             &["unknown"],
         ] {
             let argv = std::iter::once("redlease-bench").chain(bad.iter().copied());
@@ -299,7 +338,7 @@ mod tests {
     #[test]
     fn all_gives_every_measurement_the_given_seconds_and_counts() {
         let plan = all(Some(1), &[7]);
-        assert_eq!(plan.len(), 7, "{plan:?}");
+        assert_eq!(plan.len(), 8, "{plan:?}");
         for measurement in &plan {
             match measurement {
                 Measurement::Compare(run)
@@ -308,6 +347,10 @@ mod tests {
                 | Measurement::Cluster(run)
                 | Measurement::ClusterScale(run) => {
                     assert_eq!((run.seconds, run.counts.as_slice()), (1, &[7][..]));
+                }
+                Measurement::Versus(plan) => {
+                    assert_eq!((plan.seconds, plan.tasks.as_slice()), (1, &[7][..]));
+                    assert_eq!(plan.runs, 3);
                 }
                 Measurement::Fairness { seconds } => assert_eq!(*seconds, 1),
                 Measurement::Roundtrips => {}

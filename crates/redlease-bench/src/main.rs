@@ -6,6 +6,7 @@
 //! scripts/bench                                              # peers, everything, the document
 //! cargo run --release -p redlease-bench                      # everything
 //! cargo run --release -p redlease-bench -- compare [SECONDS] [TASKS...]
+//! cargo run --release -p redlease-bench -- versus [SECONDS] [TASKS...] [--runs N]
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
 //! cargo run --release -p redlease-bench -- fairness [SECONDS]
@@ -35,6 +36,7 @@ mod scale;
 mod splice;
 mod target;
 mod throughput;
+mod versus;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -54,6 +56,14 @@ async fn main() -> ExitCode {
     let plan = match command {
         Bench::All { seconds, counts } => cli::all(seconds, &counts),
         Bench::Compare { seconds, counts } => vec![Measurement::Compare(Run { seconds, counts })],
+        Bench::Versus {
+            seconds,
+            counts,
+            runs,
+        } => vec![Measurement::Versus(cli::versus(
+            Run { seconds, counts },
+            runs,
+        ))],
         Bench::Throughput { seconds, counts } => {
             vec![Measurement::Throughput(Run { seconds, counts })]
         }
@@ -143,6 +153,9 @@ async fn measure(plan: Vec<Measurement>) {
                     chart_dir: Some(&chart_dir),
                 };
                 compare::run(&server, &plan).await;
+            }
+            Measurement::Versus(plan) => {
+                versus::run(&server, &plan, &workspace().join(peer::MANIFEST)).await;
             }
             Measurement::Throughput(run) => {
                 throughput::run(&server, run.seconds, &run.counts).await;
