@@ -1,4 +1,4 @@
-//! [`RedLock`]: one lock over several independent Redis masters, held when
+//! [`RedLock`]: one lock over several independent Redis masters, held once
 //! a majority granted it (the Redlock algorithm), and [`RedLockGuard`].
 //!
 //! Each master gets an ordinary fixed-lease lock on Redisson's layout
@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
+use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::client::Client;
@@ -31,7 +32,11 @@ const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 /// Acquire requests go to every master at once, each bounded by a
 /// per-master timeout, and the outcome is known as soon as a majority
 /// granted it or can no longer grant it; whatever was granted is released
-/// when the acquire fails, and late grants are withdrawn in the background.
+/// when the acquire fails. After a success the requests still in flight go
+/// on in the background (each within its timeout), and every master that
+/// grants it late joins the guard, as the Redlock algorithm keeps every
+/// grant it gets: the lock is then held by as many masters as would grant
+/// it, so losing one of them need not lose the quorum.
 ///
 /// What it does not give: a fencing token that means anything across
 /// masters (each master's token is its own; use a single Redis with
@@ -190,9 +195,6 @@ impl RedLock {
                 break;
             }
         }
-        // Masters still to answer: their acquires are withdrawn when
-        // dropped (a grant arriving now is released behind it).
-        drop(pending);
         let elapsed = started.elapsed();
         let lease = Duration::from_millis(lease_ms);
         let valid_for = lease.checked_sub(elapsed + self.drift());
@@ -201,17 +203,62 @@ impl RedLock {
                 Ok(Some(RedLockGuard {
                     name: self.name.clone(),
                     guards: granted,
+                    late: keep_late_grants(pending),
                     quorum,
                     drift: self.drift(),
                     valid_until: started + lease - self.drift(),
                 }))
             }
             _ => {
+                // Masters still to answer: their acquires are withdrawn when
+                // dropped (a grant arriving now is released behind it).
+                drop(pending);
                 release_all(granted).await;
                 Ok(None)
             }
         }
     }
+}
+
+/// Drives the acquires still in flight once the quorum is known, in the
+/// background, and hands each late grant to the guard through the channel
+/// returned; `None` when every master already answered.
+///
+/// The guard closes the channel when it is unlocked or dropped: the task
+/// then drops the acquires still in flight, which withdraws them, and a
+/// grant it can no longer hand over is dropped, which releases it
+/// (owner-checked, in the background), so nothing stays held behind a
+/// guard that is gone.
+fn keep_late_grants<F>(
+    mut pending: FuturesUnordered<F>,
+) -> Option<mpsc::UnboundedReceiver<LockGuard>>
+where
+    F: Future<Output = Result<Result<Attempt<LockGuard>, Error>, tokio::time::error::Elapsed>>
+        + Send
+        + 'static,
+{
+    if pending.is_empty() {
+        return None;
+    }
+    let (late, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = late.closed() => break,
+                outcome = pending.next() => match outcome {
+                    None => break,
+                    Some(Ok(Ok(Attempt::Acquired(guard)))) => {
+                        // A send to a closed channel gives the grant back,
+                        // and dropping it releases it.
+                        let _ = late.send(guard);
+                    }
+                    // Refused, failed or timed out: nothing held there.
+                    Some(_) => {}
+                },
+            }
+        }
+    });
+    Some(receiver)
 }
 
 async fn release_all(granted: Vec<LockGuard>) {
@@ -224,12 +271,31 @@ async fn release_all(granted: Vec<LockGuard>) {
 
 /// A [`RedLock`] held by a quorum of masters, valid until
 /// [`valid_until`](RedLockGuard::valid_until).
+///
+/// Masters that grant it after the acquire returned (their requests were
+/// still in flight, within the per-master timeout) join the guard as they
+/// do: [`masters`](RedLockGuard::masters) counts them, and
+/// [`extend`](RedLockGuard::extend), [`unlock`](RedLockGuard::unlock) and
+/// Drop cover them. A grant that arrives after the guard was unlocked or
+/// dropped is released at once, in the background.
+///
+/// Dropping the guard without `unlock` releases it on every master in the
+/// background, as a dropped [`LockGuard`] does, and withdraws the requests
+/// still in flight.
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
 #[derive(Debug)]
 pub struct RedLockGuard {
     name: String,
-    /// One per master that granted it.
+    /// One per master that granted it, late grants once drained from
+    /// `late`.
     guards: Vec<LockGuard>,
+    /// Grants that arrived after the acquire returned; `None` when no
+    /// request was left in flight. Dropping it (with the guard) tells the
+    /// background task to withdraw what is still in flight and release what
+    /// it can no longer hand over.
+    late: Option<mpsc::UnboundedReceiver<LockGuard>>,
+    /// N/2 + 1 of all N masters, never of those that happen to hold it:
+    /// a majority of the holders could be a minority of N.
     quorum: usize,
     drift: Duration,
     valid_until: Instant,
@@ -241,9 +307,19 @@ impl RedLockGuard {
         &self.name
     }
 
-    /// How many masters hold it.
+    /// How many masters hold it now: the quorum that granted it before the
+    /// acquire returned, plus those that granted it since.
     pub fn masters(&self) -> usize {
-        self.guards.len()
+        self.guards.len() + self.late.as_ref().map_or(0, mpsc::UnboundedReceiver::len)
+    }
+
+    /// Moves the late grants received so far into `guards`.
+    fn take_late_grants(&mut self) {
+        if let Some(late) = &mut self.late {
+            while let Ok(guard) = late.try_recv() {
+                self.guards.push(guard);
+            }
+        }
     }
 
     /// When the lock stops being valid by this process's clock (the lease
@@ -269,9 +345,10 @@ impl RedLockGuard {
         LostReason::Expired
     }
 
-    /// Sets the lease on every master that holds it to `lease` from now;
-    /// valid again for `lease` minus the time it took and the drift, if a
-    /// quorum confirmed in time.
+    /// Sets the lease on every master that holds it now (late grants
+    /// included) to `lease` from now; valid again for `lease` minus the time
+    /// it took and the drift, if a quorum of all the masters (N/2 + 1 of N)
+    /// confirmed in time.
     ///
     /// # Errors
     ///
@@ -287,6 +364,7 @@ impl RedLockGuard {
         if self.is_lost() {
             return Err(Error::not_owner(&self.name));
         }
+        self.take_late_grants();
         let started = Instant::now();
         let results = join_all(self.guards.iter().map(|g| g.extend(lease))).await;
         let confirmed = results.iter().filter(|r| r.is_ok()).count();
@@ -299,7 +377,9 @@ impl RedLockGuard {
         }
     }
 
-    /// Releases the lock on every master that granted it.
+    /// Releases the lock on every master that holds it, late grants
+    /// included; requests still in flight are withdrawn, and a grant that
+    /// arrives after this is released in the background.
     ///
     /// # Errors
     ///
@@ -309,7 +389,13 @@ impl RedLockGuard {
     ///
     /// Dropping the future drops the masters' guards, which release in the
     /// background.
-    pub async fn unlock(self) -> Result<(), Error> {
+    pub async fn unlock(mut self) -> Result<(), Error> {
+        if let Some(late) = &mut self.late {
+            // Closed first, so that no grant can come in after the last one
+            // taken here: those the background task still gets it releases.
+            late.close();
+        }
+        self.take_late_grants();
         let mut first = None;
         for result in join_all(self.guards.into_iter().map(LockGuard::unlock)).await {
             if let Err(e) = result {
