@@ -57,6 +57,17 @@ pub(crate) enum Bench {
         #[arg(long, default_value_t = 3, value_parser = at_least_one())]
         runs: usize,
     },
+    /// Redis CPU per lock+unlock pair on the server alone (pipelined):
+    /// redlease's scripts beside two empty scripts (the floor of any
+    /// two-script pair) and rslock's pair.
+    Scriptcost {
+        /// Pairs per run.
+        #[arg(default_value_t = 200_000, value_parser = at_least_one())]
+        pairs: usize,
+        /// Runs of every row.
+        #[arg(long, default_value_t = 3, value_parser = at_least_one())]
+        runs: usize,
+    },
     /// Uncontended lock+unlock pairs per second by tasks on one client,
     /// next to redis-benchmark replaying the same scripts.
     Throughput {
@@ -228,6 +239,7 @@ impl Defaults {
 pub(crate) enum Measurement {
     Compare(Run),
     Versus(crate::versus::Plan),
+    Scriptcost { pairs: usize, runs: usize },
     Throughput(Run),
     Handoff(Run),
     Fairness { seconds: u64 },
@@ -317,6 +329,13 @@ mod tests {
             Some(Bench::Versus { seconds: 1, counts, runs: 5 }) if counts == [16]
         ));
         assert!(matches!(
+            parse(&["scriptcost"]),
+            Some(Bench::Scriptcost {
+                pairs: 200_000,
+                runs: 3
+            })
+        ));
+        assert!(matches!(
             parse(&["fairness-worker", "redis://h:1", "n", "fair", "2"]),
             Some(Bench::FairnessWorker { kind, seconds: 2, .. }) if kind == "fair"
         ));
@@ -355,6 +374,7 @@ mod tests {
                 Measurement::Fairness { seconds } => assert_eq!(*seconds, 1),
                 Measurement::Roundtrips => {}
                 Measurement::Throughput(_) => panic!("all leaves throughput out"),
+                Measurement::Scriptcost { .. } => panic!("all leaves scriptcost out"),
                 Measurement::RedLock(_) => panic!("all leaves redlock out"),
             }
         }

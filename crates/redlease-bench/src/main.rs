@@ -7,6 +7,7 @@
 //! cargo run --release -p redlease-bench                      # everything
 //! cargo run --release -p redlease-bench -- compare [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- versus [SECONDS] [TASKS...] [--runs N]
+//! cargo run --release -p redlease-bench -- scriptcost [PAIRS] [--runs N]
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
 //! cargo run --release -p redlease-bench -- fairness [SECONDS]
@@ -33,6 +34,7 @@ mod probe;
 mod redlock;
 mod roundtrips;
 mod scale;
+mod scriptcost;
 mod splice;
 mod target;
 mod throughput;
@@ -64,6 +66,7 @@ async fn main() -> ExitCode {
             Run { seconds, counts },
             runs,
         ))],
+        Bench::Scriptcost { pairs, runs } => vec![Measurement::Scriptcost { pairs, runs }],
         Bench::Throughput { seconds, counts } => {
             vec![Measurement::Throughput(Run { seconds, counts })]
         }
@@ -157,6 +160,7 @@ async fn measure(plan: Vec<Measurement>) {
             Measurement::Versus(plan) => {
                 versus::run(&server, &plan, &workspace().join(peer::MANIFEST)).await;
             }
+            Measurement::Scriptcost { pairs, runs } => scriptcost::run(&server, pairs, runs),
             Measurement::Throughput(run) => {
                 throughput::run(&server, run.seconds, &run.counts).await;
             }
