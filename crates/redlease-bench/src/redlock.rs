@@ -1,4 +1,4 @@
-//! redlease's [`RedLock`](redlease::RedLock) beside rslock's RedLock over
+//! redlease's [`RedLock`] beside rslock's RedLock over
 //! the same private, independent masters, in one run: the latency of an
 //! uncontended acquire+release pair, and pairs per second.
 //!
