@@ -45,7 +45,9 @@ pub(super) const FENCE: &str = r"
 local function fence(counter, ttl)
     local token = redis.pcall('incr', counter)
     if type(token) == 'table' then
-        if string.sub(token.err, 1, 9) == 'WRONGTYPE' then
+        -- Only a value that is no integer is ours to name; WRONGTYPE,
+        -- READONLY, NOPERM and the rest go up as Redis raised them.
+        if string.find(token.err, 'not an integer', 1, true) == nil then
             error(token)
         end
         error({err = 'ERR fencing token counter ' .. counter .. ' does not hold an integer'})
