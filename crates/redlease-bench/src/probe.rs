@@ -37,14 +37,26 @@ pub(crate) type Calls = BTreeMap<String, u64>;
 
 /// Calls per command since the server started, from `INFO commandstats`.
 pub(crate) fn command_calls(conn: &mut redis::Connection) -> Calls {
+    command_stats(conn, "calls")
+}
+
+/// One field (`calls`, `usec`, ...) of every command's line of `INFO
+/// commandstats`, by command.
+pub(crate) fn command_stats(conn: &mut redis::Connection, field: &str) -> Calls {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(conn)
         .expect("INFO commandstats");
+    let prefix = format!("{field}=");
     info.lines()
         .filter_map(|l| l.strip_prefix("cmdstat_"))
-        .filter_map(|l| l.split_once(":calls="))
-        .filter_map(|(name, rest)| Some((name.to_owned(), rest.split(',').next()?.parse().ok()?)))
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(name, rest)| {
+            let value = rest
+                .split(',')
+                .find_map(|f| f.strip_prefix(prefix.as_str()))?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
         .collect()
 }
 

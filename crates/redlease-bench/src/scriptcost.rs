@@ -120,22 +120,10 @@ fn measure(conn: &mut redis::Connection, shas: &Shas, pair: Pair, pairs: usize) 
 /// `name usec` per pair for each command the pairs ran, from
 /// `INFO commandstats` (a script's own line includes what it called).
 fn command_times(conn: &mut redis::Connection, pairs: usize) -> String {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(conn)
-        .expect("INFO commandstats");
-    info.lines()
-        .filter_map(|l| l.strip_prefix("cmdstat_"))
-        .filter_map(|l| {
-            let (name, rest) = l.split_once(':')?;
-            let usec: f64 = rest
-                .split(',')
-                .find_map(|f| f.strip_prefix("usec="))?
-                .parse()
-                .ok()?;
-            (!matches!(name, "info" | "config|resetstat" | "flushall"))
-                .then(|| format!("{name} {:.2}", usec / pairs as f64))
-        })
+    probe::command_stats(conn, "usec")
+        .into_iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "info" | "config|resetstat" | "flushall"))
+        .map(|(name, usec)| format!("{name} {:.2}", usec as f64 / pairs as f64))
         .collect::<Vec<_>>()
         .join(", ")
 }
