@@ -18,10 +18,12 @@ const READY_WITHIN: Duration = Duration::from_secs(5);
 /// log, and the configuration errors it prints before it has a log.
 const LOG: &str = "redis.log";
 
-/// Spawns `redis-server` on `port` of 127.0.0.1 with no persistence, its
-/// files in `dir`, and `extra_args`; with `config`, that file first, as
-/// `redis-server` takes a configuration file only as its first argument.
+/// Spawns `program` (`redis-server`, or Valkey's `valkey-server`, which
+/// takes the same arguments) on `port` of 127.0.0.1 with no persistence,
+/// its files in `dir`, and `extra_args`; with `config`, that file first, as
+/// the server takes a configuration file only as its first argument.
 pub(crate) fn spawn(
+    program: &Path,
     config: Option<&Path>,
     port: u16,
     extra_args: &[String],
@@ -30,7 +32,7 @@ pub(crate) fn spawn(
     let log = File::create(dir.join(LOG))
         .and_then(|out| Ok((out.try_clone()?, out)))
         .map_err(|e| StartError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    Command::new("redis-server")
+    Command::new(program)
         .args(config)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         // No snapshots and no append-only file: the data is throwaway.
@@ -45,8 +47,10 @@ pub(crate) fn spawn(
         .stderr(log.1)
         .spawn()
         .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => StartError::NotInstalled,
-            _ => StartError::Failed(format!("cannot start redis-server: {e}")),
+            io::ErrorKind::NotFound if program == Path::new("redis-server") => {
+                StartError::NotInstalled
+            }
+            _ => StartError::Failed(format!("cannot start {}: {e}", program.display())),
         })
 }
 

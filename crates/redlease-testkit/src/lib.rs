@@ -20,6 +20,9 @@
 //! [`TestCerts`] makes a CA and certificates with `openssl` for servers
 //! that serve TLS ([`ServerOptions::tls`]), mutual TLS included.
 //!
+//! [`valkey_server`] finds Valkey 9's server program, which
+//! [`ServerOptions::program`] runs instead of `redis-server`.
+//!
 //! A [`Proxy`] partitions a client from its server; [`signal`] stops,
 //! resumes and kills other processes (test children).
 //!
@@ -54,4 +57,26 @@ pub fn signal(name: &str, pid: u32) {
         .args([format!("-{name}"), pid.to_string()])
         .stderr(Stdio::null())
         .status();
+}
+
+/// The Valkey 9 server program, for [`ServerOptions::program`]:
+/// `REDLEASE_VALKEY_SERVER` if set, else the one `scripts/valkey` installs
+/// under the workspace's `target/valkey/` (`scripts/test` runs it).
+///
+/// # Errors
+///
+/// [`StartError::Failed`], saying how to install it, when there is none.
+pub fn valkey_server() -> Result<std::path::PathBuf, StartError> {
+    if let Some(path) = std::env::var_os("REDLEASE_VALKEY_SERVER") {
+        return Ok(path.into());
+    }
+    let installed =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/valkey/valkey-server");
+    if installed.exists() {
+        return Ok(installed);
+    }
+    Err(StartError::Failed(
+        "no Valkey server: run scripts/valkey (scripts/test does), or set REDLEASE_VALKEY_SERVER"
+            .to_owned(),
+    ))
 }

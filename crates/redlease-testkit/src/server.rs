@@ -30,6 +30,9 @@ pub struct RedisServer {
     /// written there (its id, the masters, replicas and Sentinels it knew).
     config: Option<PathBuf>,
     dir: PathBuf,
+    /// The server program: `redis-server` on PATH unless
+    /// [`ServerOptions::program`] named another.
+    program: PathBuf,
 }
 
 /// Options for [`RedisServer::start_with`].
@@ -78,6 +81,10 @@ pub struct ServerOptions {
     /// combined with `replica_of` or `cluster`. A
     /// [`SentinelGroup`](crate::SentinelGroup) starts its Sentinels so.
     pub sentinel: bool,
+    /// The server program to run, by default `redis-server` on PATH. Any
+    /// program that takes `redis-server`'s arguments will do:
+    /// [`valkey_server`](crate::valkey_server) finds Valkey's.
+    pub program: Option<PathBuf>,
 }
 
 /// How a server started with [`ServerOptions::cluster`] takes part in a
@@ -212,6 +219,10 @@ impl RedisServer {
                 cluster_bus_port,
                 config,
                 dir,
+                program: options
+                    .program
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("redis-server")),
             };
             match server.launch() {
                 Ok(()) => return Ok(server),
@@ -341,6 +352,7 @@ impl RedisServer {
 
     fn launch(&mut self) -> Result<(), StartError> {
         let mut server = spawn(
+            &self.program,
             self.config.as_deref(),
             self.port,
             &self.extra_args,

@@ -69,6 +69,8 @@ mod semaphore;
 mod sentinel;
 /// Locks over TLS: a custom CA, the wrong CA, mutual TLS, a TLS cluster.
 mod tls;
+/// Redisson's layout on Valkey 9, and the native commands it has (#17).
+mod valkey;
 /// Waiters woken by release messages: no lost wake-ups, no leaked
 /// subscriptions, a bounded herd.
 mod wake;

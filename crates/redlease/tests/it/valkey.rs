@@ -1,0 +1,134 @@
+//! Valkey 9 (#17): the native owner-checked commands a string layout can
+//! use are there, found with `COMMAND INFO` (Valkey reports
+//! `redis_version:7.2.4`, so a version string cannot tell), and
+//! Redisson's layout works on it as on Redis: exclusion, hand-off by
+//! release message, fencing tokens, the watchdog, the read-write lock and
+//! the semaphore.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support::{RedisServer, ServerOptions, unique};
+
+/// One private Valkey 9 server for this file's tests.
+fn valkey() -> &'static RedisServer {
+    static VALKEY: OnceLock<RedisServer> = OnceLock::new();
+    VALKEY.get_or_init(|| {
+        let program = redlease_testkit::valkey_server().unwrap_or_else(|e| panic!("{e}"));
+        RedisServer::start_with(ServerOptions {
+            program: Some(program),
+            ..Default::default()
+        })
+    })
+}
+
+/// Which of `commands` the server knows, by `COMMAND INFO` (nil for an
+/// unknown command).
+fn known(server: &RedisServer, commands: &[&str]) -> Vec<bool> {
+    let info: Vec<redis::Value> = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(commands)
+        .query(&mut server.connection())
+        .unwrap();
+    info.iter().map(|v| *v != redis::Value::Nil).collect()
+}
+
+#[test]
+fn valkey_9_has_delifeq_and_set_ifeq_and_redis_7_has_neither() {
+    let server = valkey();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(info.contains("valkey_version:9."), "{info}");
+    // What a version check would see: a Redis 7 number.
+    assert!(info.contains("redis_version:7."), "{info}");
+    assert_eq!(known(server, &["DELIFEQ", "GET"]), [true, true]);
+    assert_eq!(
+        known(RedisServer::shared(), &["DELIFEQ", "GET"]),
+        [false, true]
+    );
+    // The string layout's release and extension, as Valkey runs them.
+    let mut conn = server.connection();
+    let key = unique("valkey-native");
+    let set: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg("token-1")
+        .arg("NX")
+        .arg("PX")
+        .arg(30_000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(set.as_deref(), Some("OK"));
+    let extended: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg("token-1")
+        .arg("IFEQ")
+        .arg("token-1")
+        .arg("PX")
+        .arg(60_000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(extended.as_deref(), Some("OK"));
+    let foreign: i64 = redis::cmd("DELIFEQ")
+        .arg(&key)
+        .arg("token-2")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(foreign, 0, "a foreign token deleted the lock");
+    let ours: i64 = redis::cmd("DELIFEQ")
+        .arg(&key)
+        .arg("token-1")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(ours, 1);
+}
+
+#[tokio::test]
+async fn redissons_layout_works_on_valkey_9() {
+    let server = valkey();
+    let connect = || async {
+        redlease::Client::builder(&server.url())
+            .watchdog_timeout(Duration::from_millis(600))
+            .build()
+            .await
+            .unwrap()
+    };
+    let (a, b) = (connect().await, connect().await);
+    let name = unique("valkey-lock");
+
+    // Exclusion, and a waiter woken by the release message.
+    let held = a.lock(&name).try_lock().await.unwrap();
+    assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
+    let waiter = tokio::spawn({
+        let lock = b.lock(&name);
+        async move { lock.try_lock_for(Duration::from_secs(5)).await }
+    });
+    // Held past two watchdog timeouts: renewed, not lost.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert!(!held.is_lost());
+    let first = held.fencing_token();
+    held.unlock().await.unwrap();
+    let next = waiter.await.unwrap().unwrap();
+    assert!(next.fencing_token() > first, "tokens go up on Valkey too");
+    next.unlock().await.unwrap();
+
+    // The read-write lock: readers share, a writer waits for them.
+    let rw = a.read_write_lock(unique("valkey-rw"));
+    let (r1, r2) = (
+        rw.read().try_lock().await.unwrap(),
+        rw.read().try_lock().await.unwrap(),
+    );
+    assert!(rw.write().try_lock().await.unwrap_err().is_busy());
+    r1.unlock().await.unwrap();
+    r2.unlock().await.unwrap();
+    rw.write().try_lock().await.unwrap().unlock().await.unwrap();
+
+    // The semaphore: permits taken and given back.
+    let sem = a.semaphore(unique("valkey-sem"));
+    assert!(sem.try_set_permits(2).await.unwrap());
+    assert!(sem.try_acquire(2).await.unwrap());
+    assert!(!sem.try_acquire(1).await.unwrap());
+    sem.release(2).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 2);
+}
