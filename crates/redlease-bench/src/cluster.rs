@@ -125,11 +125,19 @@ pub(crate) fn spread(values: &[f64], decimals: usize) -> String {
         [only] => format!("{only:.decimals$}"),
         _ => format!(
             "{:.decimals$} ({:.decimals$} .. {:.decimals$})",
-            sorted[sorted.len() / 2],
+            median(&sorted),
             sorted[0],
             sorted[sorted.len() - 1]
         ),
     }
+}
+
+/// The middle value of `values` (the upper one of an even count, as
+/// [`spread`] prints it); NaN when there are none.
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -73,15 +73,9 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     ] {
         let mut rates = Vec::new();
         for &n in plan.tasks {
-            let cpu = probe::server_cpu(&mut stats);
-            let (count, seconds) = throughput::redlease_pairs(&client, n, duration, lease).await;
-            let pairs = peer::Pairs {
-                per_sec: count as f64 / seconds,
-                seconds,
-                errors: 0,
-                server_us: f64::NAN,
-            };
-            rates.push(Ok(per_pair(pairs, probe::server_cpu(&mut stats) - cpu)));
+            rates.push(Ok(
+                redlease_pairs(&client, &mut stats, n, duration, lease).await
+            ));
         }
         rows.push(Row {
             name: name.to_owned(),
@@ -93,13 +87,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
         let rates = plan
             .tasks
             .iter()
-            .map(|&n| {
-                // The server's CPU time here also covers the driver's
-                // start and connect, a few milliseconds of its seconds.
-                let cpu = probe::server_cpu(&mut stats);
-                let pairs = blocking(|| peer.uncontended(&url, n, plan.seconds))?;
-                Ok(per_pair(pairs, probe::server_cpu(&mut stats) - cpu))
-            })
+            .map(|&n| peer_pairs(peer, &url, &mut stats, n, plan.seconds))
             .collect();
         rows.push(Row {
             name: peer.name.clone(),
@@ -132,6 +120,41 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
 /// holding up the runtime's other tasks (the client's connection).
 pub(crate) fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     tokio::task::block_in_place(run).map_err(|why| why.replace('|', "/"))
+}
+
+/// redlease's uncontended pairs with `tasks` tasks on `client` for
+/// `duration`, with the server's CPU time per pair (read on `stats`).
+pub(crate) async fn redlease_pairs(
+    client: &redlease::Client,
+    stats: &mut redis::Connection,
+    tasks: usize,
+    duration: Duration,
+    lease: Option<Duration>,
+) -> peer::Pairs {
+    let cpu = probe::server_cpu(stats);
+    let (count, seconds) = throughput::redlease_pairs(client, tasks, duration, lease).await;
+    let pairs = peer::Pairs {
+        per_sec: count as f64 / seconds,
+        seconds,
+        errors: 0,
+        server_us: f64::NAN,
+    };
+    per_pair(pairs, probe::server_cpu(stats) - cpu)
+}
+
+/// A peer's uncontended pairs, as [`redlease_pairs`]. The server's CPU
+/// time here also covers the driver's start and connect, a few
+/// milliseconds of its seconds.
+pub(crate) fn peer_pairs(
+    peer: &Peer,
+    url: &str,
+    stats: &mut redis::Connection,
+    tasks: usize,
+    seconds: u64,
+) -> Result<peer::Pairs, String> {
+    let cpu = probe::server_cpu(stats);
+    let pairs = blocking(|| peer.uncontended(url, tasks, seconds))?;
+    Ok(per_pair(pairs, probe::server_cpu(stats) - cpu))
 }
 
 /// `pairs` with the server's CPU time per pair, from `cpu` seconds in all.
@@ -276,7 +299,7 @@ fn print_targets(
     println!();
 }
 
-fn verdict(met: bool) -> &'static str {
+pub(crate) fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "missed" }
 }
 

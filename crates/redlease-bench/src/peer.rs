@@ -74,6 +74,7 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Peer>, String> {
 }
 
 /// Uncontended lock+unlock pairs, as a driver reports them.
+#[derive(Clone, Copy)]
 pub(crate) struct Pairs {
     pub(crate) per_sec: f64,
     /// How long the pairs took.

@@ -40,14 +40,6 @@ struct Shas {
 
 pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
     let mut conn = server.connection();
-    // redlease's own scripts, and the references.
-    for (_, _, source) in redlease::lua_scripts() {
-        let _: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(&mut conn)
-            .expect("SCRIPT LOAD");
-    }
     let load = |conn: &mut redis::Connection, source: &str| -> String {
         redis::cmd("SCRIPT")
             .arg("LOAD")
@@ -55,6 +47,10 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
             .query(conn)
             .expect("SCRIPT LOAD")
     };
+    // redlease's own scripts, and the references.
+    for (_, _, source) in redlease::lua_scripts() {
+        load(&mut conn, source);
+    }
     let shas = Shas {
         rslock: load(&mut conn, RSLOCK_RELEASE),
         empty_acquire: load(&mut conn, EMPTY_ACQUIRE),

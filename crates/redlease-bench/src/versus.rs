@@ -16,11 +16,10 @@ use std::time::Duration;
 
 use redlease_testkit::RedisServer;
 
-use crate::cluster::spread;
-use crate::compare::blocking;
-use crate::peer;
+use crate::cluster::{median, spread};
+use crate::compare::{self, verdict};
+use crate::peer::{self, Pairs};
 use crate::probe;
-use crate::throughput;
 
 /// What `versus` is asked to do.
 #[derive(Debug)]
@@ -31,13 +30,6 @@ pub(crate) struct Plan {
     pub(crate) tasks: Vec<usize>,
     /// Runs of every row.
     pub(crate) runs: usize,
-}
-
-/// One measurement: pairs per second and Redis CPU per pair in µs.
-#[derive(Clone, Copy)]
-struct Cell {
-    per_sec: f64,
-    server_us: f64,
 }
 
 pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
@@ -59,7 +51,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
     let mut stats = server.connection();
     let duration = Duration::from_secs(plan.seconds);
     // [row][run] = (ours, theirs)
-    let mut cells: Vec<Vec<(Cell, Cell)>> = vec![Vec::new(); plan.tasks.len()];
+    let mut cells: Vec<Vec<(Pairs, Pairs)>> = vec![Vec::new(); plan.tasks.len()];
     for run in 0..plan.runs {
         for (row, &n) in plan.tasks.iter().enumerate() {
             let mut ours = None;
@@ -67,26 +59,11 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
             for turn in 0..2 {
                 // Even runs start with redlease, odd ones with rslock.
                 if (turn + run) % 2 == 0 {
-                    let cpu = probe::server_cpu(&mut stats);
-                    let (count, seconds) =
-                        throughput::redlease_pairs(&client, n, duration, None).await;
-                    let used = probe::server_cpu(&mut stats) - cpu;
-                    ours = Some(Cell {
-                        per_sec: count as f64 / seconds,
-                        server_us: used * 1e6 / count.max(1) as f64,
-                    });
+                    ours =
+                        Some(compare::redlease_pairs(&client, &mut stats, n, duration, None).await);
                 } else {
-                    let cpu = probe::server_cpu(&mut stats);
-                    let measured = blocking(|| rslock.uncontended(&url, n, plan.seconds));
-                    let used = probe::server_cpu(&mut stats) - cpu;
-                    match measured {
-                        Ok(p) => {
-                            let count = p.per_sec * p.seconds;
-                            theirs = Some(Cell {
-                                per_sec: p.per_sec,
-                                server_us: used * 1e6 / count.max(1.0),
-                            });
-                        }
+                    match compare::peer_pairs(&rslock, &url, &mut stats, n, plan.seconds) {
+                        Ok(p) => theirs = Some(p),
                         Err(why) => eprintln!("versus: rslock at {n} tasks failed: {why}"),
                     }
                 }
@@ -99,7 +76,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
     print(plan, &rslock.version, &cells);
 }
 
-fn print(plan: &Plan, version: &str, cells: &[Vec<(Cell, Cell)>]) {
+fn print(plan: &Plan, version: &str, cells: &[Vec<(Pairs, Pairs)>]) {
     println!(
         "## redlease against rslock {version}: uncontended pairs per second, {} runs of {} s per cell (median, with the range)\n",
         plan.runs, plan.seconds
@@ -115,7 +92,7 @@ fn print(plan: &Plan, version: &str, cells: &[Vec<(Cell, Cell)>]) {
             println!("| {n} | not measured | | | | | |");
             continue;
         }
-        let col = |f: &dyn Fn(&(Cell, Cell)) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
+        let col = |f: &dyn Fn(&(Pairs, Pairs)) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
         let rate = col(&|(o, t)| o.per_sec / t.per_sec);
         let cpu = col(&|(o, t)| o.server_us / t.server_us);
         println!(
@@ -139,14 +116,4 @@ fn print(plan: &Plan, version: &str, cells: &[Vec<(Cell, Cell)>]) {
         );
     }
     println!();
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "missed" }
 }
