@@ -198,7 +198,7 @@ impl Lock {
         self.observed(self.wait(None)).await
     }
 
-    /// One attempt for a composite of locks (a [`MultiLock`](crate::MultiLock)):
+    /// One attempt for a composite of locks (one master of a [`RedLock`](crate::RedLock)):
     /// re-entry in an owner scope, else one acquire; busy with the holder's
     /// time to live. No span or metrics of its own: the member's acquire
     /// counts as an attempt.
