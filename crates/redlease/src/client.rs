@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 
 use crate::connection::{self, Connection, PubSubMode, SentinelAuth, Timeouts, TlsOptions};
 use crate::error::Error;
+use crate::layout::Layout;
 use crate::name;
 use crate::pubsub::{Subscription, Subscriptions, Wakes};
 use crate::replicas::Replicas;
@@ -52,6 +53,8 @@ struct Inner {
     /// exactly as two processes do.
     next_owner: AtomicU64,
     watchdog_timeout: Duration,
+    /// How [`Client::lock`] keeps its locks.
+    layout: Layout,
     /// Time to live of fencing counters, from their start (from the clock).
     fencing_ttl_ms: u64,
     /// Redisson's wait per place in a fair lock's queue, which fair
@@ -98,6 +101,11 @@ impl Client {
         // Writing to a String cannot fail.
         let _ = fmt::Write::write_fmt(&mut field, format_args!("{n}"));
         field.into()
+    }
+
+    /// How the client's plain locks are kept.
+    pub(crate) fn layout(&self) -> Layout {
+        self.inner.layout
     }
 
     /// Time to live of fencing counters, in milliseconds.
@@ -168,6 +176,7 @@ impl Client {
             watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
+            layout: Layout::default(),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
             redisson_fenced_interop: false,
             redisson_fair_wait: Duration::from_millis(crate::scripts::fair::REDISSON_FAIR_WAIT_MS),
@@ -214,6 +223,7 @@ pub struct ClientBuilder {
     watchdog_timeout: Duration,
     response_timeout: Duration,
     connection_timeout: Duration,
+    layout: Layout,
     fencing_counter_ttl: Duration,
     /// Keep fencing counters for ever; see `redisson_fenced_interop`.
     redisson_fenced_interop: bool,
@@ -251,6 +261,31 @@ impl ClientBuilder {
     /// How long one connection attempt may take (default 1 s).
     pub fn connection_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.connection_timeout = timeout;
+        self
+    }
+
+    /// How [`Client::lock`](crate::Client::lock)'s locks are kept in Redis
+    /// (default [`Layout::Redisson`], shared with Java services on
+    /// Redisson). [`Layout::String`] keeps each lock as a string holding its
+    /// owner, as the hand-written `SET key value NX PX` lock and redis-py,
+    /// rslock, redsync and node-redlock do: choose it to share lock keys
+    /// with services using those.
+    ///
+    /// ```no_run
+    /// use redlease::layout::Layout;
+    ///
+    /// # async fn demo() -> Result<(), redlease::Error> {
+    /// let client = redlease::Client::builder("redis://127.0.0.1:6379")
+    ///     .layout(Layout::String)
+    ///     .build()
+    ///     .await?;
+    /// let guard = client.lock("invoice:7").try_lock().await?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layout(mut self, layout: Layout) -> ClientBuilder {
+        self.layout = layout;
         self
     }
 
@@ -529,6 +564,7 @@ impl ClientBuilder {
                 id,
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
+                layout: self.layout,
                 fencing_ttl_ms,
                 redisson_fair_wait_ms,
                 replicas,

@@ -8,7 +8,7 @@
 //! and adds only what it shows its users.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ::metrics::SharedString;
@@ -171,6 +171,7 @@ impl Hold {
             label: grant.label.clone(),
             since: Instant::now(),
             mode: grant.mode.clone(),
+            guards: AtomicUsize::new(1),
         });
         Hold {
             client,
@@ -193,6 +194,7 @@ impl Hold {
     /// watchdog registration, which lasts until the last guard of the hold
     /// lets go.
     pub(crate) fn reentered(client: Client, kind: Kind, name: Arc<str>, held: Held) -> Hold {
+        held.registration.guards.fetch_add(1, Ordering::AcqRel);
         Hold {
             client,
             kind,
@@ -242,7 +244,12 @@ impl Hold {
     /// lost reply the release may not have run, so Drop sends it once more
     /// in the background.
     pub(crate) async fn release(&mut self) -> Result<(), Error> {
-        self.registration = None;
+        if !self.let_go().unwrap_or(true) && self.kind.is_string() {
+            // Other guards of the owner scope still hold it; the last one
+            // releases the key.
+            self.armed = false;
+            return Ok(());
+        }
         let span =
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
         let conn = self.client.conn();
@@ -276,14 +283,23 @@ impl Hold {
         result
     }
 
-    /// Asks Redis whether the hold's owner field is still in the lock hash;
-    /// a key that now holds another type means not held.
+    /// Asks Redis whether the hold's owner field is still in the lock hash
+    /// (in the string layout, whether the key still holds the owner); a key
+    /// that now holds another type means not held.
     pub(crate) async fn is_held(&self) -> Result<bool, Error> {
-        let reply = self
-            .client
-            .conn()
-            .query::<bool>(redis::cmd("HEXISTS").arg(&*self.name).arg(&*self.field))
-            .await;
+        let conn = self.client.conn();
+        let reply = if self.kind.is_string() {
+            let value = conn
+                .query::<Option<Vec<u8>>>(redis::cmd("GET").arg(&*self.name))
+                .await;
+            value.map(|v| v.as_deref() == Some(self.field.as_bytes()))
+        } else {
+            let cmd = redis::cmd("HEXISTS")
+                .arg(&*self.name)
+                .arg(&*self.field)
+                .to_owned();
+            conn.query::<bool>(&cmd).await
+        };
         match reply.map_err(|e| Error::from(e).with_key(&self.name)) {
             Err(e) if e.is_wrong_type() => Ok(false),
             other => other,
@@ -308,7 +324,7 @@ impl Hold {
         }
         let call = self.kind.extend(&self.name, lease_ms, &self.field);
         let sent_at = Instant::now();
-        let reply = self.client.conn().run::<Renewed>(&call).await;
+        let reply = self.client.conn().call::<Renewed>(&call).await;
         match reply.map_err(|e| Error::from(e).with_key(&self.name))? {
             Renewed(r) if r.first() == Some(&Renewal::Renewed) => {
                 // From when the request was sent: Redis set the expiry no
@@ -348,10 +364,19 @@ impl Hold {
     }
 }
 
+impl Hold {
+    /// Lets go of this guard's share of the registration: whether it was
+    /// the last guard of the hold, `None` if it let go before.
+    fn let_go(&mut self) -> Option<bool> {
+        let registration = self.registration.take()?;
+        Some(registration.guards.fetch_sub(1, Ordering::AcqRel) == 1)
+    }
+}
+
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.registration = None;
-        if self.armed {
+        let last = self.let_go().unwrap_or(true);
+        if self.armed && (last || !self.kind.is_string()) {
             release::in_background(
                 self.client.conn(),
                 self.kind,
@@ -377,6 +402,9 @@ pub(crate) struct Registration {
     /// A fixed lease that ran out before the hold ended is counted as lost
     /// here: nothing watches its expiry while it is held.
     mode: LeaseMode,
+    /// The guards sharing the hold. In the string layout the key carries no
+    /// hold count: this is the count, and only the last guard releases.
+    guards: AtomicUsize,
 }
 
 impl Drop for Registration {

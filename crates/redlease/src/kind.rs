@@ -1,19 +1,24 @@
 //! Which protocol a lock speaks: the plain lock, the fair lock with its
-//! waiting queue, or one side of a read-write lock. The one place that
-//! chooses between their scripts.
+//! waiting queue, one side of a read-write lock, or the plain lock in the
+//! string layout. The one place that chooses between their calls.
 
 use std::sync::Arc;
 
 use crate::connection::Publish;
 use crate::layout;
 use crate::pubsub::Wakes;
-use crate::scripts::{self, ScriptCall};
+use crate::scripts::{self, Call, ScriptCall};
 
-/// A lock's protocol. All use the same lock hash, so handles of different
-/// kinds on one name exclude each other.
+/// A lock's protocol. All but `Str` use the same lock hash, so handles of
+/// different kinds on one name exclude each other; a `Str` lock's string
+/// key excludes them too (their acquires find the key taken).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Plain,
+    /// The plain lock in the string layout
+    /// ([`Layout::String`](crate::layout::Layout::String)): a string key
+    /// holding the owner, as other libraries' locks keep it.
+    Str,
     /// With Redisson's wait per place in the queue, in milliseconds
     /// ([`ClientBuilder::redisson_fair_wait`](crate::ClientBuilder::redisson_fair_wait)).
     Fair {
@@ -58,14 +63,17 @@ impl Kind {
         field: &str,
         options: AcquireOptions,
         enqueue: bool,
-    ) -> ScriptCall {
+    ) -> Call {
         let AcquireOptions {
             lease_ms,
             fencing_ttl_ms,
             queue_lease_ms,
             publish,
         } = options;
-        match self {
+        let call = match self {
+            Kind::Str => {
+                return scripts::string::acquire(name, lease_ms, field, fencing_ttl_ms).into();
+            }
             Kind::Plain => scripts::lock::acquire(name, lease_ms, field, fencing_ttl_ms),
             Kind::Read => scripts::rwlock::read_acquire(name, lease_ms, field, fencing_ttl_ms),
             Kind::Write => scripts::rwlock::write_acquire(name, lease_ms, field, fencing_ttl_ms),
@@ -79,46 +87,47 @@ impl Kind {
                 publish,
                 redisson_wait_ms,
             ),
-        }
+        };
+        call.into()
     }
 
     /// The owner-checked release call, answered as
     /// [`Released`](scripts::lock::Released).
-    pub(crate) fn release(
-        self,
-        name: &str,
-        lease_ms: u64,
-        field: &str,
-        publish: Publish,
-    ) -> ScriptCall {
-        match self {
+    pub(crate) fn release(self, name: &str, lease_ms: u64, field: &str, publish: Publish) -> Call {
+        let call = match self {
+            Kind::Str => return scripts::string::release(name, field, publish).into(),
             Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
             Kind::Fair { .. } => scripts::fair::release(name, lease_ms, field, publish),
             Kind::Read => scripts::rwlock::read_release(name, field, publish),
             Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish),
-        }
+        };
+        call.into()
     }
 
     /// The owner-checked extension of a fixed-lease hold to `lease_ms` from
     /// now, answered as [`Renewed`](scripts::lock::Renewed) for one lock:
     /// the watchdog's renewal of this one hold (for a read hold, with its
     /// timeout keys).
-    pub(crate) fn extend(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    pub(crate) fn extend(self, name: &str, lease_ms: u64, field: &str) -> Call {
         match self {
-            Kind::Read => scripts::rwlock::renew_reads(lease_ms, [(name, field)]),
+            Kind::Str => scripts::string::extend(name, lease_ms, field).into(),
+            Kind::Read => scripts::rwlock::renew_reads(lease_ms, [(name, field)]).into(),
             Kind::Plain | Kind::Fair { .. } | Kind::Write => {
-                scripts::lock::renew(lease_ms, [(name, field)])
+                scripts::lock::renew(lease_ms, [(name, field)]).into()
             }
         }
     }
 
     /// The re-entry of a hold an owner scope has, answered as a `bool`:
-    /// whether the hold was still there (and now counts one more).
-    pub(crate) fn reenter(self, name: &str, lease_ms: u64, field: &str) -> ScriptCall {
+    /// whether the hold was still there (and now counts one more). `None`
+    /// where the hold count lives in the client (the string layout, whose
+    /// key has no count): re-entry then costs no round trip.
+    pub(crate) fn reenter(self, name: &str, lease_ms: u64, field: &str) -> Option<ScriptCall> {
         match self {
-            Kind::Read => scripts::rwlock::read_reenter(name, lease_ms, field),
+            Kind::Str => None,
+            Kind::Read => Some(scripts::rwlock::read_reenter(name, lease_ms, field)),
             Kind::Plain | Kind::Fair { .. } | Kind::Write => {
-                scripts::lock::reenter(name, lease_ms, field)
+                Some(scripts::lock::reenter(name, lease_ms, field))
             }
         }
     }
@@ -126,18 +135,14 @@ impl Kind {
     /// The call that takes back an acquisition that must not stand: the
     /// release of the hold, and for a fair lock also the owner's place in
     /// the queue. Answered as [`Released`](scripts::lock::Released).
-    pub(crate) fn withdraw(
-        self,
-        name: &str,
-        lease_ms: u64,
-        field: &str,
-        publish: Publish,
-    ) -> ScriptCall {
+    pub(crate) fn withdraw(self, name: &str, lease_ms: u64, field: &str, publish: Publish) -> Call {
         match self {
             Kind::Fair { redisson_wait_ms } => {
-                scripts::fair::abandon(name, field, publish, redisson_wait_ms)
+                scripts::fair::abandon(name, field, publish, redisson_wait_ms).into()
             }
-            Kind::Plain | Kind::Read | Kind::Write => self.release(name, lease_ms, field, publish),
+            Kind::Plain | Kind::Str | Kind::Read | Kind::Write => {
+                self.release(name, lease_ms, field, publish)
+            }
         }
     }
 
@@ -146,7 +151,7 @@ impl Kind {
     /// its own, woken only when its turn comes.
     pub(crate) fn wake_channel(self, name: &str, field: &str) -> String {
         match self {
-            Kind::Plain => layout::channel(name),
+            Kind::Plain | Kind::Str => layout::channel(name),
             Kind::Fair { .. } => layout::waiter_channel(name, field),
             Kind::Read | Kind::Write => layout::rwlock_channel(name),
         }
@@ -156,7 +161,7 @@ impl Kind {
     /// may let every waiting reader in, but only one writer.
     pub(crate) fn wakes(self) -> Wakes {
         match self {
-            Kind::Plain | Kind::Fair { .. } | Kind::Write => Wakes::One,
+            Kind::Plain | Kind::Str | Kind::Fair { .. } | Kind::Write => Wakes::One,
             Kind::Read => Wakes::Reader,
         }
     }
@@ -171,14 +176,14 @@ impl Kind {
                 field.push_str(":write");
                 field.into()
             }
-            Kind::Plain | Kind::Fair { .. } | Kind::Read => fresh,
+            Kind::Plain | Kind::Str | Kind::Fair { .. } | Kind::Read => fresh,
         }
     }
 
     /// The hold of a name an owner scope re-enters for this kind.
     pub(crate) fn side(self) -> Side {
         match self {
-            Kind::Plain | Kind::Fair { .. } => Side::Exclusive,
+            Kind::Plain | Kind::Str | Kind::Fair { .. } => Side::Exclusive,
             Kind::Read => Side::Read,
             Kind::Write => Side::Write,
         }
@@ -188,6 +193,14 @@ impl Kind {
     /// keys (a read hold).
     pub(crate) fn renews_timeouts(self) -> bool {
         self == Kind::Read
+    }
+
+    /// Whether the lock is a string key, not a hash: a hold is checked
+    /// with `GET` rather than `HEXISTS`, and the hold count of an owner
+    /// scope's re-entries lives in the client (only the scope's last guard
+    /// releases the key).
+    pub(crate) fn is_string(self) -> bool {
+        self == Kind::Str
     }
 
     /// Whether waiters hold a place in a queue, which they must refresh and

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::hold::{Expiry, Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
+use crate::layout::Layout;
 use crate::metrics::{self, Outcome};
 use crate::pubsub::Wakes;
 use crate::scope::Reentry;
@@ -56,7 +57,11 @@ impl Client {
     /// until the handle is used, and the name is checked then.
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), Kind::Plain, name.into())
+        let kind = match self.layout() {
+            Layout::Redisson => Kind::Plain,
+            Layout::String => Kind::Str,
+        };
+        Lock::new(self.clone(), kind, name.into())
     }
 
     /// Returns a handle to the **fair** lock called `name`: waiters acquire in
@@ -306,7 +311,7 @@ impl Lock {
         let call = self.kind.acquire(&self.name, field, options, enqueue);
         let sent_at = Instant::now();
         metrics::acquire_attempt(&self.label);
-        let token = match conn.run::<Acquired>(&call).await {
+        let token = match conn.call::<Acquired>(&call).await {
             Ok(Acquired::Granted(token)) => token,
             Ok(Acquired::Busy(ttl)) => {
                 pending.disarm();

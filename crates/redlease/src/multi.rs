@@ -17,7 +17,7 @@ use crate::client::Client;
 use crate::connection::SlotId;
 use crate::error::Error;
 use crate::guard::LockGuard;
-use crate::layout;
+use crate::layout::{self, Layout};
 use crate::lock::Lock;
 use crate::lost::LostReason;
 use crate::wait::{self, Attempt, Contender};
@@ -183,11 +183,13 @@ impl MultiLock {
     /// The members, by index, in groups that one acquire script takes
     /// together: those of one hash slot on a cluster, all of them on one
     /// node; groups in the order of their first member. When acquires must
-    /// wait for replicas, one member per group (the replicas' wait belongs
-    /// to a single acquire).
+    /// wait for replicas (the replicas' wait belongs to a single acquire),
+    /// or in the string layout, one member per group.
     fn groups(&self) -> Vec<Vec<usize>> {
         let client = &self.client;
-        if client.replicas().is_some() {
+        // The string layout's acquire is a transaction of one key, not a
+        // script that could take several.
+        if client.replicas().is_some() || client.layout() == Layout::String {
             return (0..self.names.len()).map(|i| vec![i]).collect();
         }
         let conn = client.acquire_conn();

@@ -10,7 +10,7 @@ use crate::connection::Connection;
 use crate::error::Error;
 use crate::kind::Kind;
 use crate::metrics;
-use crate::scripts::ScriptCall;
+use crate::scripts::Call;
 use crate::scripts::lock::Released;
 
 /// Takes back an acquisition that must not stand (cancelled, or not
@@ -35,9 +35,9 @@ pub(crate) async fn withdraw(
 /// An error for which `is_not_owner` is true when the hold was not there
 /// (expired, released, taken over, or the key now holds another type, which
 /// is left untouched); connection and server errors as they come.
-pub(crate) async fn run(conn: &Connection, call: &ScriptCall, name: &str) -> Result<(), Error> {
+pub(crate) async fn run(conn: &Connection, call: &Call, name: &str) -> Result<(), Error> {
     let reply = conn
-        .run::<Released>(call)
+        .call::<Released>(call)
         .await
         .map_err(|e| Error::from(e).with_key(name))?;
     tracing::debug!(key = name, ?reply, "release");

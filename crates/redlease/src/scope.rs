@@ -182,7 +182,13 @@ pub(crate) async fn reenter(
     };
     // A fixed lease's current length: `extend` may have changed it.
     let lease_ms = held.mode.lease_ms(held.lease_ms);
-    let call = kind.reenter(name, lease_ms, &held.field);
+    let Some(call) = kind.reenter(name, lease_ms, &held.field) else {
+        // The hold count lives in the client (the string layout): nothing
+        // to send, and nothing a cancellation could leave behind.
+        tracing::debug!(key = %name, "lock re-entered");
+        let hold = Hold::reentered(client.clone(), kind, name.clone(), held);
+        return Ok(Reentry::Reentered(LockGuard::new(hold)));
+    };
     let undo = Undo {
         conn: client.conn().clone(),
         kind,

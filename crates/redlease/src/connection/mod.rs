@@ -21,6 +21,8 @@ mod single;
 mod tls;
 pub mod url;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -30,7 +32,7 @@ pub(crate) use pushes::{Push, Pushes};
 pub(crate) use sentinel::SentinelAuth;
 pub(crate) use tls::TlsOptions;
 
-use crate::scripts::ScriptCall;
+use crate::scripts::{Call, ScriptCall, string};
 
 /// How a connection waits.
 #[derive(Clone, Copy, Debug)]
@@ -87,6 +89,48 @@ impl Publish {
 pub(crate) struct Connection {
     backend: Backend,
     publish: Publish,
+    /// The server's own owner-checked commands, found by the connection's
+    /// first string-layout call ([`string`]).
+    natives: NativesCell,
+}
+
+/// The owner-checked delete a server has besides scripts (#17); each has
+/// `SET ... IFEQ` too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Natives {
+    /// Not asked yet.
+    Unknown,
+    /// None: scripts only (Redis before 8.4, Valkey before 9).
+    None,
+    /// Valkey 9's `DELIFEQ key value`.
+    DelIfEq,
+    /// Redis 8.4's `DELEX key IFEQ value`.
+    DelEx,
+}
+
+/// A connection's [`Natives`], shared by its clones.
+#[derive(Clone, Default)]
+pub(crate) struct NativesCell(Arc<AtomicU8>);
+
+impl NativesCell {
+    pub(crate) fn get(&self) -> Natives {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Natives::None,
+            2 => Natives::DelIfEq,
+            3 => Natives::DelEx,
+            _ => Natives::Unknown,
+        }
+    }
+
+    pub(crate) fn set(&self, natives: Natives) {
+        let n = match natives {
+            Natives::Unknown => 0,
+            Natives::None => 1,
+            Natives::DelIfEq => 2,
+            Natives::DelEx => 3,
+        };
+        self.0.store(n, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone)]
@@ -164,6 +208,7 @@ impl Connection {
                 let conn = Connection {
                     backend: Backend::Single(manager),
                     publish: Publish::Plain,
+                    natives: NativesCell::default(),
                 };
                 Ok((conn, pushes))
             }
@@ -177,6 +222,7 @@ impl Connection {
                 let conn = Connection {
                     backend: Backend::Sentinel(conn),
                     publish: Publish::Plain,
+                    natives: NativesCell::default(),
                 };
                 Ok((conn, pushes))
             }
@@ -187,6 +233,7 @@ impl Connection {
                 let conn = Connection {
                     backend: Backend::Cluster(cluster),
                     publish,
+                    natives: NativesCell::default(),
                 };
                 Ok((conn, pushes))
             }
@@ -212,6 +259,39 @@ impl Connection {
                     async move { invocation.invoke_async(&mut m).await }
                 })
                 .await
+            }
+        }
+    }
+
+    /// The server's own owner-checked commands, as far as known.
+    pub(crate) fn natives(&self) -> &NativesCell {
+        &self.natives
+    }
+
+    /// Sends a call of either kind: a script call, or a string-layout call
+    /// in the form this connection's server takes best.
+    pub(crate) async fn call<T: FromRedisValue>(&self, call: &Call) -> Result<T, RedisError> {
+        match call {
+            Call::Script(script) => self.run(script).await,
+            Call::String(call) => Ok(T::from_redis_value(string::run(self, call).await?)?),
+        }
+    }
+
+    /// Sends the commands of `pipe` together (on a cluster, to the node of
+    /// their keys, which must share a slot) and answers each command's reply
+    /// (with `ignore_errors`, errors among them). A transaction
+    /// (`atomic`) answers what `EXEC` did.
+    pub(crate) async fn query_pipe(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<Vec<Value>, RedisError> {
+        match &self.backend {
+            Backend::Single(manager) => pipe.query_async(&mut manager.clone()).await,
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(cluster) => pipe.query_async(&mut cluster.conn()).await,
+            Backend::Sentinel(s) => {
+                s.with(|mut m| async move { pipe.query_async(&mut m).await })
+                    .await
             }
         }
     }
@@ -394,6 +474,7 @@ impl Connection {
         Connection {
             backend: Backend::Single(single::lazy(url, timeouts)),
             publish: Publish::Plain,
+            natives: NativesCell::default(),
         }
     }
 }

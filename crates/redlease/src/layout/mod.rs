@@ -23,6 +23,34 @@ pub use state::{
     Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,
 };
 
+/// How a lock's key holds its owner, chosen per client with
+/// [`ClientBuilder::layout`](crate::ClientBuilder::layout). The rest of this
+/// module describes the default, Redisson's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Layout {
+    /// Redisson's `RLock`: the key is a hash whose one field,
+    /// `<client-id>:<n>`, holds the hold count; a release publishes `0` on
+    /// [`channel`]. Java services on Redisson share these locks.
+    #[default]
+    Redisson,
+    /// A string holding the owner, `<client-id>:<n>`, set with
+    /// `SET key owner NX PX lease`: the layout of the hand-written
+    /// `SET NX` lock and of redis-py's `Lock`, rslock, redsync and
+    /// node-redlock, whose locks and redlease's then exclude each other on
+    /// one key. Releases and renewals are owner-checked (compare-and-delete,
+    /// compare-and-extend, with the server's own commands where it has them:
+    /// Valkey 9, Redis 8.4); fencing tokens use the same counter as
+    /// Redisson's layout; a release also publishes `0` on [`channel`], so
+    /// that redlease waiters wake at once, while a lock of a library that
+    /// does not publish is waited for until its key's expiry. Re-entry in an
+    /// owner scope counts in the client (no round trip), and a re-entry does
+    /// not lengthen a fixed lease. Only [`Client::lock`](crate::Client::lock)
+    /// and what is built on it (multi-locks, RedLock) use it: fair and
+    /// read-write locks, semaphores and latches are Redisson's structures.
+    String,
+}
+
 /// The prefix of a lock's release channel ([`channel`]).
 pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
 /// The prefix of a lock's fencing counter ([`token_key`]).

@@ -29,7 +29,8 @@ pub(crate) struct Refusal {
 }
 
 impl Lock {
-    /// One attempt to take every lock of `locks`, all plain locks with one
+    /// One attempt to take every lock of `locks`, all plain locks (several
+    /// only in Redisson's layout) with one
     /// client and one lease whose keys one script may touch together.
     /// Holds an owner scope has are re-entered first, one call each; the
     /// rest go in one [`acquire_all`] call (or one acquire, for one).
@@ -50,7 +51,7 @@ impl Lock {
         // (index in `locks`, lease in ms, new owner field)
         let mut fresh: Vec<(usize, u64, Arc<str>)> = Vec::with_capacity(locks.len());
         for (i, lock) in locks.iter().enumerate() {
-            debug_assert_eq!(lock.kind, Kind::Plain);
+            debug_assert!(matches!(lock.kind, Kind::Plain | Kind::Str));
             let lease_ms = lock.prepare()?;
             match scope::reenter(&lock.client, lock.kind, &lock.name).await? {
                 Reentry::Reentered(guard) => taken.push(guard),

@@ -242,12 +242,11 @@ impl FromRedisValue for Released {
     }
 }
 
-pub(super) static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new("renew", &[RENEW_SRC]));
+pub(super) static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new("renew", &[HELD, RENEW_SRC]));
 const RENEW_SRC: &str = r"
 local renewed = {}
 for i = 1, #KEYS do
-    local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
-    if held == 1 then
+    if held(KEYS[i], ARGV[i + 1]) == 1 then
         redis.call('pexpire', KEYS[i], ARGV[1])
         renewed[i] = 1
     else
@@ -257,15 +256,38 @@ end
 return renewed
 ";
 
+/// Shared by the renewal scripts: `held(key, owner)` is `1` when `key` is a
+/// lock hash with field `owner` (Redisson's layout) or a string holding
+/// `owner` (the string layout, #17), `0` when it is neither, and the error
+/// `HEXISTS` raised when that was not `WRONGTYPE` (a key the node does not
+/// serve, for example). Owner fields are unique per acquisition, so a
+/// string holding one is that acquisition's lock.
+const HELD: &str = r"
+local function held(key, owner)
+    local found = redis.pcall('hexists', key, owner)
+    if type(found) == 'table' then
+        if string.find(found.err, 'WRONGTYPE', 1, true) == nil then
+            return found
+        end
+        if redis.pcall('get', key) == owner then
+            return 1
+        end
+        return 0
+    end
+    return found
+end
+";
+
 /// Owner-checked renewal of a batch of locks, for the watchdog:
 /// `locks` are `(lock name, owner field)`.
 ///
 /// * KEYS\[1..n\]: lock keys.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[1 + i\]: the owner field for
 ///   KEYS\[i\].
-/// * Returns an array of n integers: `1` where the field was present and the
+/// * Returns an array of n integers: `1` where the field was present (or
+///   the key a string holding the owner, in the string layout) and the
 ///   key's expiry was reset to the lease, `0` where it was not (the lock is
-///   no longer ours, or the key holds a non-hash value); read by [`Renewed`].
+///   no longer ours, or the key holds another type); read by [`Renewed`].
 ///
 /// Check and extend happen in one script, so there is no window in which an
 /// expired lock taken by someone else gets extended. `pcall` keeps one key of
@@ -281,18 +303,23 @@ pub(crate) fn renew<'a>(
     call
 }
 
-pub(super) static RENEW_ON_NODE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("renew_on_node", &[RENEW_ON_NODE_SRC]));
+pub(super) static RENEW_ON_NODE: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
+        "renew_on_node",
+        &[RENEW_ON_NODE_FLAGS, HELD, RENEW_ON_NODE_SRC],
+    )
+});
 // The flag lets one call touch keys of every slot its node serves; a key
 // the node does not serve (its slot moved, or is moving) fails its `pcall`
-// instead of the whole call.
-const RENEW_ON_NODE_SRC: &str = r"#!lua flags=allow-cross-slot-keys
+// instead of the whole call. The flags line must open the script.
+const RENEW_ON_NODE_FLAGS: &str = "#!lua flags=allow-cross-slot-keys\n";
+const RENEW_ON_NODE_SRC: &str = r"
 local renewed = {}
 for i = 2, #ARGV, 2 do
-    local held = redis.pcall('hexists', ARGV[i], ARGV[i + 1])
-    if type(held) == 'table' then
+    local found = held(ARGV[i], ARGV[i + 1])
+    if type(found) == 'table' then
         renewed[#renewed + 1] = -1
-    elseif held == 1 then
+    elseif found == 1 then
         redis.call('pexpire', ARGV[i], ARGV[1])
         renewed[#renewed + 1] = 1
     else
@@ -312,8 +339,8 @@ return renewed
 ///   key and owner field of lock i (the first lock included).
 /// * Returns an array of n integers, read by [`Renewed`]: `1` renewed, `0`
 ///   no longer ours (as [`renew`]), `-1` not renewed here: the node does
-///   not serve the key's slot (it moved, or is moving), the key has the
-///   wrong type, or the server refused the access; the caller renews
+///   not serve the key's slot (it moved, or is moving), or the server
+///   refused the access; the caller renews
 ///   those with [`renew`], which follows the slot.
 ///
 /// Needs Redis 7 (script flags). The slot map the caller groups by may be

@@ -15,7 +15,9 @@
 //! and the fencing counter), `multi.rs` (a multi-lock's members taken in
 //! one script), `fair.rs` (the fair lock's queue), `rwlock.rs`
 //! (the read-write lock), `admin.rs` (the operators' forced unlock),
-//! `semaphore.rs` (Redisson's `RSemaphore`), `latch.rs` (Redisson's
+//! `semaphore.rs` (Redisson's `RSemaphore`), `string.rs` (the string
+//! layout's lock, with the commands that replace scripts where the server
+//! has them), `latch.rs` (Redisson's
 //! `RCountDownLatch`) and `expirable.rs` (Redisson's
 //! `RPermitExpirableSemaphore`, whose layout it describes). Each script's KEYS/ARGV/return contract
 //! is written on its builder; no other module packs KEYS or ARGV.
@@ -33,6 +35,7 @@ pub(crate) mod lock;
 pub(crate) mod multi;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
+pub(crate) mod string;
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -44,6 +47,27 @@ pub use lock::{acquire, release};
 /// The message Redisson publishes on a lock's channel when it is released
 /// (`LockPubSub.UNLOCK_MESSAGE`).
 pub(crate) const UNLOCK_MESSAGE: i64 = 0;
+
+/// A call a lock sends: a script call, or a call of the string layout,
+/// whose form (commands or a script) the connection picks
+/// ([`string::run`]).
+#[derive(Debug)]
+pub(crate) enum Call {
+    Script(ScriptCall),
+    String(string::StringCall),
+}
+
+impl From<ScriptCall> for Call {
+    fn from(call: ScriptCall) -> Call {
+        Call::Script(call)
+    }
+}
+
+impl From<string::StringCall> for Call {
+    fn from(call: string::StringCall) -> Call {
+        Call::String(call)
+    }
+}
 
 /// One call of one script, packed: which script, its KEYS and its ARGV.
 ///
@@ -150,13 +174,15 @@ impl Lua {
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 29] = [
+    let scripts: [&'static LazyLock<Lua>; 31] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
         &lock::RENEW,
         &lock::RENEW_ON_NODE,
         &multi::ACQUIRE_ALL,
+        &string::RELEASE,
+        &string::FENCE_ONLY,
         &fair::ACQUIRE,
         &fair::RELEASE,
         &fair::ABANDON,
@@ -241,14 +267,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 29);
+        assert_eq!(listed.len(), 31);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 29);
+        assert_eq!(hashes.len(), 31);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -259,6 +285,8 @@ pub(crate) mod tests {
                 "renew",
                 "renew_on_node",
                 "acquire_all",
+                "string_release",
+                "string_fence",
                 "fair_acquire",
                 "fair_release",
                 "fair_abandon",

@@ -67,6 +67,9 @@ mod semaphore;
 /// Locks through Redis Sentinel: failover under load, a key lost in it, a
 /// sentinel down or wrong.
 mod sentinel;
+/// The string layout (#17): the owner under the key, as other libraries
+/// keep locks, on Redis 7.0 (scripts) and Valkey 9 (its own commands).
+mod string;
 /// Locks over TLS: a custom CA, the wrong CA, mutual TLS, a TLS cluster.
 mod tls;
 /// Redisson's layout on Valkey 9, and the native commands it has (#17).

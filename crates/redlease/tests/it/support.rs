@@ -15,6 +15,19 @@ pub(crate) fn unique(prefix: &str) -> String {
     )
 }
 
+/// One private Valkey 9 server for the tests that need Valkey's own
+/// commands, shared by them.
+pub(crate) fn valkey() -> &'static RedisServer {
+    static VALKEY: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
+    VALKEY.get_or_init(|| {
+        let program = redlease_testkit::valkey_server().unwrap_or_else(|e| panic!("{e}"));
+        RedisServer::start_with(ServerOptions {
+            program: Some(program),
+            ..Default::default()
+        })
+    })
+}
+
 /// A client of the shared server with default settings.
 pub(crate) async fn client() -> redlease::Client {
     redlease::Client::connect(&RedisServer::shared().url())

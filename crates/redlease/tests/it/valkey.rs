@@ -5,22 +5,9 @@
 //! release message, fencing tokens, the watchdog, the read-write lock and
 //! the semaphore.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::support::{RedisServer, ServerOptions, unique};
-
-/// One private Valkey 9 server for this file's tests.
-fn valkey() -> &'static RedisServer {
-    static VALKEY: OnceLock<RedisServer> = OnceLock::new();
-    VALKEY.get_or_init(|| {
-        let program = redlease_testkit::valkey_server().unwrap_or_else(|e| panic!("{e}"));
-        RedisServer::start_with(ServerOptions {
-            program: Some(program),
-            ..Default::default()
-        })
-    })
-}
+use crate::support::{RedisServer, unique, valkey};
 
 /// Which of `commands` the server knows, by `COMMAND INFO` (nil for an
 /// unknown command).
