@@ -151,7 +151,13 @@ pub(crate) enum Bench {
     Splice { file: PathBuf },
     /// Connects to URL, warms up, then takes and releases one lock PAIRS
     /// times and exits: for instruction counts under callgrind.
-    PairsWorker { url: String, pairs: u64 },
+    PairsWorker {
+        url: String,
+        pairs: u64,
+        /// The lock layout: `string` for the string layout.
+        #[arg(long, default_value = "redisson", value_parser = ["redisson", "string"])]
+        layout: String,
+    },
     /// One of `fairness`'s contending processes (run by the bench itself).
     #[command(hide = true)]
     FairnessWorker {
@@ -298,7 +304,7 @@ mod tests {
         ));
         assert!(matches!(
             parse(&["pairs-worker", "redis://127.0.0.1:1", "1000"]),
-            Some(Bench::PairsWorker { url, pairs: 1000 }) if url == "redis://127.0.0.1:1"
+            Some(Bench::PairsWorker { url, pairs: 1000, layout }) if url == "redis://127.0.0.1:1" && layout == "redisson"
         ));
         assert!(matches!(
             parse(&["scale", "--cluster", "5", "100"]),

@@ -104,8 +104,12 @@ async fn main() -> ExitCode {
                 }
             };
         }
-        Bench::PairsWorker { url, pairs } => {
-            throughput::pairs_worker(&url, pairs).await;
+        Bench::PairsWorker { url, pairs, layout } => {
+            let layout = match layout.as_str() {
+                "string" => redlease::layout::Layout::String,
+                _ => redlease::layout::Layout::Redisson,
+            };
+            throughput::pairs_worker(&url, pairs, layout).await;
             return ExitCode::SUCCESS;
         }
         Bench::FairnessWorker {

@@ -218,8 +218,12 @@ fn run_redis_benchmark(
 /// `valgrind --tool=callgrind`: the difference between two runs with
 /// different `PAIRS`, divided by the difference, is the client's cost of one
 /// pair without the set-up.
-pub(crate) async fn pairs_worker(url: &str, pairs: u64) {
-    let client = redlease::Client::connect(url).await.expect("connect");
+pub(crate) async fn pairs_worker(url: &str, pairs: u64, layout: redlease::layout::Layout) {
+    let client = redlease::Client::builder(url)
+        .layout(layout)
+        .build()
+        .await
+        .expect("connect");
     probe::warm_up(&client, "bench:pairs:warmup").await;
     let lock = client.lock("bench:pairs");
     for _ in 0..pairs {
