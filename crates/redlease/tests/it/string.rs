@@ -229,6 +229,35 @@ async fn a_waiter_wakes_on_our_release_and_at_a_silent_holders_expiry() {
 }
 
 #[tokio::test]
+async fn a_waiter_polls_a_silent_holder_without_expiry() {
+    for server in servers() {
+        let client = string_client(server).await;
+        let name = unique("string-no-expiry");
+        // A peer's lock without a lease, deleted without an announcement.
+        let _: () = redis::cmd("SET")
+            .arg(&name)
+            .arg("forever")
+            .query(&mut server.connection())
+            .unwrap();
+        let waiter = {
+            let lock = client.lock(&name);
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiter.is_finished());
+        let deleted = Instant::now();
+        let _: () = redis::cmd("DEL")
+            .arg(&name)
+            .query(&mut server.connection())
+            .unwrap();
+        let guard = waiter.await.unwrap().unwrap();
+        let took = deleted.elapsed();
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        guard.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn reentry_in_a_scope_counts_in_the_client_without_a_round_trip() {
     for server in servers() {
         let client = string_client(server).await;
