@@ -47,10 +47,11 @@ fn thousands(v: f64) -> String {
 }
 
 fn color(i: usize) -> RGBColor {
-    // redlease's two modes first, in the strongest colours.
-    const COLORS: [RGBColor; 7] = [
+    // redlease's rows first, in the strongest colours.
+    const COLORS: [RGBColor; 8] = [
         RGBColor(200, 30, 30),
         RGBColor(240, 130, 40),
+        RGBColor(230, 60, 160),
         RGBColor(30, 90, 200),
         RGBColor(40, 160, 60),
         RGBColor(140, 60, 170),

@@ -66,15 +66,27 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     }
     print_limits(plan.tasks, &limits, plan.seconds);
 
+    // The string layout (#17), on this Redis its release is a script.
+    let string = redlease::Client::builder(&url)
+        .layout(redlease::layout::Layout::String)
+        .build()
+        .await
+        .expect("connect");
+    probe::warm_up(&string, "bench:compare:warmup").await;
     let mut rows = Vec::new();
-    for (name, lease) in [
-        ("redlease, watchdog", None),
-        ("redlease, fixed lease", Some(Duration::from_secs(30))),
+    for (name, client, lease) in [
+        ("redlease, watchdog", &client, None),
+        (
+            "redlease, fixed lease",
+            &client,
+            Some(Duration::from_secs(30)),
+        ),
+        ("redlease, string layout", &string, None),
     ] {
         let mut rates = Vec::new();
         for &n in plan.tasks {
             rates.push(Ok(
-                redlease_pairs(&client, &mut stats, n, duration, lease).await
+                redlease_pairs(client, &mut stats, n, duration, lease).await
             ));
         }
         rows.push(Row {
@@ -310,8 +322,9 @@ fn draw(
     limits: &[(Reference, Reference)],
     handoffs: &[(String, Result<Handoffs, String>)],
 ) {
-    // Colours by library: redlease's modes 0 and 1, peer i at 2 + i, the
-    // same on both sides; the reference in black.
+    // Colours by library: redlease's rows first, then the peers, the same
+    // on both sides; the reference in black.
+    let ours = rows.iter().filter(|r| r.ours).count();
     let mut pairs: Vec<Series> = rows
         .iter()
         .enumerate()
@@ -351,7 +364,8 @@ fn draw(
                     .enumerate()
                     .map(|(q, d)| (ms(*d).max(1e-3), q as f64))
                     .collect(),
-                color: Some(if i == 0 { 0 } else { i + 1 }),
+                // `handoffs` is redlease's, then the peers'.
+                color: Some(if i == 0 { 0 } else { ours + i - 1 }),
             })
         })
         .collect();

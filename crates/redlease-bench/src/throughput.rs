@@ -108,20 +108,53 @@ pub(crate) fn reference(
     pipeline: usize,
     duration: Duration,
 ) -> Reference {
+    reference_of(Limit::RedissonScripts, server, conns, pipeline, duration)
+}
+
+/// The calls a limit replays.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Limit {
+    /// redlease's own acquire and release scripts, Redisson's layout.
+    RedissonScripts,
+    /// `SET key owner NX PX` and Valkey 9's `DELIFEQ key owner`: the least
+    /// a string-layout lock can cost (no fencing token, no announcement).
+    NativeString,
+}
+
+/// [`reference`] for the calls `limit` names.
+pub(crate) fn reference_of(
+    limit: Limit,
+    server: &RedisServer,
+    conns: usize,
+    pipeline: usize,
+    duration: Duration,
+) -> Reference {
     let field = "00000000-0000-0000-0000-000000000000:1";
     let mut conn = server.connection();
     let flush = |conn: &mut redis::Connection| {
         let _: () = redis::cmd("FLUSHDB").query(conn).expect("FLUSHDB");
     };
     let key = "bench:reference:__rand_int__";
+    let text = |args: &[&str]| args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    // The calls redlease itself makes, packed by its own builders;
+    // redis-benchmark replaces `__rand_int__` in every argument.
+    let (acquire_args, release_args, seed) = match limit {
+        Limit::RedissonScripts => (
+            command(&redlease::scripts::acquire(key, 30_000, field, 86_400_000)),
+            command(&redlease::scripts::release(key, 30_000, field)),
+            SEED,
+        ),
+        Limit::NativeString => (
+            text(&["SET", key, field, "NX", "PX", "30000"]),
+            text(&["DELIFEQ", key, field]),
+            SEED_STRINGS,
+        ),
+    };
 
     // Acquires on random keys out of 10^9: hardly one finds its key held.
     // A first run measures the rate; the real one is sized to last about
     // half of `duration`.
     flush(&mut conn);
-    // The calls redlease itself makes, packed by its own builders;
-    // redis-benchmark replaces `__rand_int__` in every argument.
-    let acquire_args = command(&redlease::scripts::acquire(key, 30_000, field, 86_400_000));
     let fresh = 1_000_000_000;
     let quick = run_redis_benchmark(server, conns, pipeline, 20_000, fresh, &acquire_args);
     let requests = (quick * duration.as_secs_f64() / 2.0).max(20_000.0) as u64;
@@ -134,20 +167,13 @@ pub(crate) fn reference(
     let requests = requests.min(100_000);
     let held = 4 * requests;
     let _: () = redis::cmd("EVAL")
-        .arg(SEED)
+        .arg(seed)
         .arg(0)
         .arg(held)
         .arg(field)
         .query(&mut conn)
         .expect("seed held locks");
-    let release_rate = run_redis_benchmark(
-        server,
-        conns,
-        pipeline,
-        requests,
-        held,
-        &command(&redlease::scripts::release(key, 30_000, field)),
-    );
+    let release_rate = run_redis_benchmark(server, conns, pipeline, requests, held, &release_args);
     flush(&mut conn);
     Reference {
         acquire: acquire_rate,
@@ -162,6 +188,12 @@ fn command(call: &redlease::scripts::ScriptCall) -> Vec<String> {
         .map(|arg| String::from_utf8(arg).expect("redlease packs text"))
         .collect()
 }
+
+/// [`SEED`] for the string layout: each key a string holding the owner.
+const SEED_STRINGS: &str = "for i = 0, tonumber(ARGV[1]) - 1 do \
+    local key = string.format('bench:reference:%012d', i) \
+    redis.call('set', key, ARGV[2], 'px', 30000) \
+end";
 
 /// Holds `bench:reference:<i>` for `i` in `0..ARGV[1]`, as `redis-benchmark`
 /// writes `__rand_int__` (12 digits), once each by owner field ARGV\[2\].

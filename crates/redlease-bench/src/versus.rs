@@ -26,6 +26,7 @@ use crate::cluster::{median, spread};
 use crate::compare::{self, verdict};
 use crate::peer::{self, Pairs, Peer};
 use crate::probe;
+use crate::throughput::{self, Limit};
 
 /// What `versus` is asked to do.
 #[derive(Debug)]
@@ -75,7 +76,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
     ];
     let cells = measure(server, plan, &rslock, &redis).await;
     let version = server_version(server);
-    print(plan, &rslock.version, &version, &redis, &cells);
+    print(plan, &rslock.version, &version, &redis, &cells, None);
     let valkey = match redlease_testkit::valkey_server() {
         Ok(program) => RedisServer::start_with(ServerOptions {
             program: Some(program),
@@ -88,8 +89,21 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
     };
     let subjects = [Subject::Redlease(Layout::String), Subject::Rslock];
     let cells = measure(&valkey, plan, &rslock, &subjects).await;
+    // The limit of the string layout on Valkey: redis-benchmark's pipelined
+    // `SET NX PX` and `DELIFEQ`, without fencing or announcement.
+    let duration = Duration::from_secs(plan.seconds);
+    let limits: Vec<f64> = (plan.tasks.iter())
+        .map(|&n| throughput::reference_of(Limit::NativeString, &valkey, 1, n, duration).pairs())
+        .collect();
     let version = server_version(&valkey);
-    print(plan, &rslock.version, &version, &subjects, &cells);
+    print(
+        plan,
+        &rslock.version,
+        &version,
+        &subjects,
+        &cells,
+        Some(&limits),
+    );
 }
 
 /// `[row][run][subject]`: every subject's pairs, `None` where it failed.
@@ -159,7 +173,14 @@ fn server_version(server: &RedisServer) -> String {
     }
 }
 
-fn print(plan: &Plan, version: &str, server: &str, subjects: &[Subject], cells: &Cells) {
+fn print(
+    plan: &Plan,
+    version: &str,
+    server: &str,
+    subjects: &[Subject],
+    cells: &Cells,
+    limits: Option<&[f64]>,
+) {
     let rslock = subjects
         .iter()
         .position(|s| *s == Subject::Rslock)
@@ -174,6 +195,11 @@ fn print(plan: &Plan, version: &str, server: &str, subjects: &[Subject], cells: 
     println!("|---:|---|---:|---:|---:|---:|");
     let mut verdicts = Vec::new();
     for (row, &n) in plan.tasks.iter().enumerate() {
+        if let Some(limit) = limits.and_then(|l| l.get(row)) {
+            println!(
+                "| {n} | limit: `SET NX PX` + `DELIFEQ`, redis-benchmark `-c 1 -P {n}` | {limit:.0} | | | |"
+            );
+        }
         for (i, subject) in subjects.iter().enumerate() {
             // Runs in which both this subject and rslock were measured.
             let pairs: Vec<(Pairs, Pairs)> = cells[row]
