@@ -3,6 +3,7 @@
 //! an ACL user who may only read.
 
 use std::collections::BTreeSet;
+use std::fmt::Write;
 
 use redis::{FromRedisValue, RedisError, Value};
 
@@ -21,15 +22,19 @@ const MAX_FIELDS: u64 = 64;
 /// semaphore.
 const MAX_QUEUE: usize = 100;
 /// Longest string value kept: a semaphore's or latch's integer is at most
-/// 20 bytes (`i64::MIN`); one byte more is read to tell a longer string,
-/// so a big string that matched a pattern costs nothing.
-const MAX_VALUE: usize = 20;
+/// 20 bytes (`i64::MIN`), a string lock's owner some 40 (a UUID and a
+/// counter; rslock's 20 random bytes, escaped, 80); one byte more is read
+/// to tell a longer string, so a big string that matched a pattern costs
+/// little.
+const MAX_VALUE: usize = 128;
 /// How many keys one SCAN call is asked to look at (its COUNT hint).
 const SCAN_BATCH: u64 = 100;
 
 /// Reads what Redis holds for each of `names`, in three pipelined rounds.
 /// Hashes of more than 64 fields are not read field by field, and fair
-/// queues are read up to their first 100 entries. Besides locks it reads
+/// queues are read up to their first 100 entries. A string's value is
+/// read up to its first 128 bytes: a lock of the string layout's owner, or
+/// an integer (see [`LockState::value`]). Besides locks it reads
 /// Redisson's semaphores, expirable semaphores and count-down latches: a
 /// string key's value, its acquired permits (up to 100)
 /// and, but on a cluster, who listens on its channels (`PUBSUB NUMSUB`).
@@ -254,7 +259,7 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
                 set_fields(state, fields);
             }
         } else if state.key_type == "string" {
-            state.value = get::<String>(&r[0]).filter(|v| v.len() <= MAX_VALUE);
+            state.value = get::<Vec<u8>>(&r[0]).map(|v| escape(&v));
         }
         queues.push(get::<Vec<String>>(&r[1]).unwrap_or_default());
         past.push(get::<Vec<(String, f64)>>(&r[2]).unwrap_or_default());
@@ -337,6 +342,37 @@ fn newest_holds(state: &LockState) -> impl Iterator<Item = (usize, i64)> + '_ {
         .filter_map(|(i, h)| Some((i, h.count().filter(|&c| c > 0)?)))
 }
 
+/// A string's value, as read, for people and JSON: bytes that are not
+/// UTF-8 (rslock's owners are 20 random bytes) as `\xNN`, control
+/// characters as Rust escapes them and `\` as `\\`, so that one value is
+/// one line and tells its bytes apart; past [`MAX_VALUE`] bytes cut, with
+/// `...`.
+fn escape(value: &[u8]) -> String {
+    let mut end = value.len().min(MAX_VALUE);
+    // Not in the middle of a character, where the value is UTF-8.
+    while end < value.len() && end > MAX_VALUE - 3 && value[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    let (kept, cut) = (&value[..end], end < value.len());
+    let mut out = String::with_capacity(kept.len());
+    for chunk in kept.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() => out.extend(c.escape_default()),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    if cut {
+        out.push_str("...");
+    }
+    out
+}
+
 /// Bytes in lowercase hex, as Redisson's API shows a permit id.
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -410,6 +446,18 @@ mod tests {
     }
 
     #[test]
+    fn values_are_escaped_and_cut() {
+        assert_eq!(escape(b"7f9c-uuid:1"), "7f9c-uuid:1");
+        assert_eq!(escape(b"a\\b\nc\xff\x00"), "a\\\\b\\nc\\xff\\u{0}");
+        assert_eq!(escape("h\u{e9}".as_bytes()), "h\u{e9}");
+        let long = "x".repeat(MAX_VALUE + 1);
+        assert_eq!(escape(long.as_bytes()), "x".repeat(MAX_VALUE) + "...");
+        // A character across the cut is left out whole.
+        let across = "x".repeat(MAX_VALUE - 1) + "\u{e9}";
+        assert_eq!(escape(across.as_bytes()), "x".repeat(MAX_VALUE - 1) + "...");
+    }
+
+    #[test]
     fn fields_split_into_mode_and_holders() {
         let mut state = LockState::absent("k");
         state.key_type = "hash".to_owned();
@@ -425,10 +473,14 @@ mod tests {
     /// States built with raw commands, as Redisson writes them, on a real
     /// server, read back.
     mod on_a_server {
+        use std::time::Duration;
+
         use redlease_testkit::RedisServer;
 
         use super::super::read;
-        use crate::layout::{StateKind, latch_channel, permits_key, semaphore_channel};
+        use crate::layout::{
+            Layout, StateKind, latch_channel, permits_key, semaphore_channel, token_key,
+        };
         use crate::{Client, layout::LockState};
 
         fn raw(args: &[&[u8]]) {
@@ -524,9 +576,63 @@ mod tests {
 
             raw(&[b"SET", name.as_bytes(), b"owner-7"]);
             let state = one(&name).await;
-            assert_eq!(state.kind(), StateKind::NotALock);
+            assert_eq!(state.kind(), StateKind::StringLock);
             assert_eq!(state.counter(), None);
             raw(&[b"DEL", name.as_bytes()]);
+        }
+
+        /// A lock of the string layout, taken by redlease or by a raw
+        /// `SET NX PX` of another library, shows its owner and lease.
+        #[tokio::test]
+        async fn string_locks_show_their_owner_and_ttl() {
+            let name = name("string");
+            let client = Client::builder(&RedisServer::shared().url())
+                .layout(Layout::String)
+                .build()
+                .await
+                .unwrap();
+            let guard = client
+                .lock(name.as_str())
+                .lease(Duration::from_secs(20))
+                .try_lock()
+                .await
+                .unwrap();
+            let state = one(&name).await;
+            assert_eq!(
+                (state.kind(), state.key_type.as_str()),
+                (StateKind::StringLock, "string")
+            );
+            let owner = state.string_owner().unwrap();
+            assert!(owner.starts_with(&format!("{}:", client.id())), "{state:?}");
+            assert!(
+                state.pttl_ms > 15_000 && state.pttl_ms <= 20_000,
+                "{state:?}"
+            );
+            assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+            assert!(
+                state.age().is_some() && state.problems().is_empty(),
+                "{state:?}"
+            );
+            guard.unlock().await.unwrap();
+            assert!(one(&name).await.string_owner().is_none());
+
+            // rslock's owner: 20 random bytes, mostly not UTF-8.
+            let value: Vec<u8> = (0xe0u8..0xf4).collect();
+            raw(&[b"SET", name.as_bytes(), &value, b"NX", b"PX", b"20000"]);
+            let state = one(&name).await;
+            assert_eq!(state.kind(), StateKind::StringLock);
+            let owner = state.string_owner().unwrap();
+            assert!(owner.starts_with("\\xe0\\xe1"), "{owner}");
+            assert!(owner.is_ascii(), "{owner}");
+            raw(&[b"DEL", name.as_bytes()]);
+
+            // Without expiry: held for ever if its holder is gone.
+            raw(&[b"SET", name.as_bytes(), b"9b2e6c1a-uuid", b"NX"]);
+            let state = one(&name).await;
+            assert_eq!(state.string_owner(), Some("9b2e6c1a-uuid"));
+            assert_eq!(state.pttl_ms, -1);
+            assert_eq!(state.problems()[0].kind, crate::layout::ProblemKind::NoTtl);
+            raw(&[b"DEL", name.as_bytes(), token_key(&name).as_bytes()]);
         }
 
         /// A waiter subscribed to one structure's channel says which it is.

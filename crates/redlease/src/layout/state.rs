@@ -1,5 +1,6 @@
-//! [`LockState`]: what Redis holds for one lock name (or semaphore, or
-//! count-down latch), and what an operator should look at in it.
+//! [`LockState`]: what Redis holds for one lock name (a Redisson hash or a
+//! string-layout string, or a semaphore, or a count-down latch), and what
+//! an operator should look at in it.
 
 use std::time::Duration;
 
@@ -104,7 +105,8 @@ pub struct Listeners {
 pub struct LockState {
     /// The lock name.
     pub name: String,
-    /// The key's Redis type: `hash` for a lock, `none` when absent.
+    /// The key's Redis type: `hash` for a lock, `string` for one of the
+    /// string layout, `none` when absent.
     pub key_type: String,
     /// The fields of a lock hash (not the `mode` field of a read-write lock);
     /// empty for other types, and for a hash too big to be a lock (see
@@ -139,7 +141,11 @@ pub struct LockState {
     /// [`scan`](super::scan); `None` on a single node, or when not known.
     pub node: Option<String>,
     /// A string key's value, as [`read`](super::read) reads it: a
-    /// semaphore's available permits or a latch's count, when it is one.
+    /// semaphore's available permits or a latch's count, or the owner of a
+    /// lock of the string layout ([`string_owner`](LockState::string_owner)),
+    /// with bytes that are not UTF-8, control characters and backslashes
+    /// escaped (`\xNN`, `\n`, `\\`), and cut after 128 bytes (then ending
+    /// in `...`).
     pub value: Option<String>,
     /// The acquired permits of an expirable semaphore (its
     /// [`permits_key`](super::permits_key) zset), by expiry, at most the
@@ -174,6 +180,14 @@ pub enum StateKind {
     /// A string integer nobody waits on: a semaphore's permits or a latch's
     /// count (the key alone cannot tell which), or any other counter.
     Counter,
+    /// A string that is no integer: a lock of the string layout
+    /// ([`Layout::String`](super::Layout::String)), the value its owner
+    /// ([`LockState::string_owner`]) and the key's ttl its lease, taken by
+    /// redlease (`<client-id>:<n>`, with a fencing counter) or by another
+    /// `SET key value NX PX` lock (redis-py, rslock, redsync, a hand-written
+    /// one). Any other string matches too: the key alone cannot tell a lock
+    /// from a cached value.
+    StringLock,
     /// No lock key, but a fair queue under its name.
     QueueOnly,
     /// A key that is no lock hash.
@@ -261,7 +275,9 @@ impl LockState {
     /// integer is an expirable semaphore when it has acquired permits, a
     /// semaphore or a latch when someone listens on that one's channel, and
     /// otherwise a [`Counter`](StateKind::Counter): Redisson keeps no other
-    /// mark of which it is.
+    /// mark of which it is. Any other string whose value was read is a
+    /// [`StringLock`](StateKind::StringLock), unless it has an expirable
+    /// semaphore's permits (then it is a semaphore's broken count).
     pub fn kind(&self) -> StateKind {
         match self.key_type.as_str() {
             "none" if self.permits_len > 0 => StateKind::ExpirableSemaphore,
@@ -278,6 +294,7 @@ impl LockState {
                     StateKind::Counter
                 }
             }
+            "string" if self.value.is_some() && self.permits_len == 0 => StateKind::StringLock,
             "hash" if self.holders_were_read() && self.holders.iter().all(Holder::is_owner) => {
                 if self.mode.is_some() {
                     StateKind::ReadWriteLock
@@ -308,7 +325,16 @@ impl LockState {
         )
     }
 
-    /// The holders of a lock; none for a key that is not one.
+    /// The owner of a lock of the string layout: the key's value, escaped
+    /// and cut as in [`value`](LockState::value); `None` for other keys.
+    pub fn string_owner(&self) -> Option<&str> {
+        self.value
+            .as_deref()
+            .filter(|_| self.kind() == StateKind::StringLock)
+    }
+
+    /// The holders of a lock hash; none for a key that is not one (a
+    /// string lock's owner is [`string_owner`](LockState::string_owner)).
     pub fn owners(&self) -> &[Holder] {
         match self.kind() {
             StateKind::Lock | StateKind::ReadWriteLock => &self.holders,
@@ -337,7 +363,7 @@ impl LockState {
         let mut problem = |kind, message: String| problems.push(Problem { kind, message });
         match self.kind() {
             StateKind::NotALock => problem(ProblemKind::WrongType, self.not_a_lock()),
-            StateKind::Lock | StateKind::ReadWriteLock => {
+            StateKind::Lock | StateKind::ReadWriteLock | StateKind::StringLock => {
                 for holder in &self.holders {
                     if holder.count().is_none_or(|c| c < 1) {
                         problem(
@@ -378,7 +404,10 @@ impl LockState {
     }
 
     fn owns_a_lock(&self) -> bool {
-        matches!(self.kind(), StateKind::Lock | StateKind::ReadWriteLock)
+        matches!(
+            self.kind(),
+            StateKind::Lock | StateKind::ReadWriteLock | StateKind::StringLock
+        )
     }
 
     /// Whether every field of a hash is in `holders` (and `mode`).
@@ -389,14 +418,15 @@ impl LockState {
 
     fn not_a_lock(&self) -> String {
         if self.key_type == "string" && self.value.is_some() {
-            return "holds a string that is no integer, not a lock hash (a SET NX lock of another tool?)"
+            return "holds a string that is no integer beside an expirable semaphore's permits, \
+                    not a semaphore's count"
                 .to_owned();
         }
+        if self.key_type == "string" {
+            return "holds a string whose value could not be read, not a lock".to_owned();
+        }
         if self.key_type != "hash" {
-            return format!(
-                "holds a {}, not a lock hash (a SET NX lock of another tool?)",
-                self.key_type
-            );
+            return format!("holds a {}, not a lock hash or string", self.key_type);
         }
         if !self.holders_were_read() {
             return format!("hash with {} fields, not a lock", self.field_count);
@@ -512,6 +542,27 @@ mod tests {
         assert!(s.problems().is_empty() && s.is_counter() && s.owners().is_empty());
         s.value = Some("x".to_owned());
         assert_eq!(kinds(&s), [ProblemKind::WrongType]);
+    }
+
+    #[test]
+    fn strings_that_are_no_integer_are_string_locks() {
+        let mut s = state("string", &[], 20_000);
+        s.value = Some("7f9c-uuid:1".to_owned());
+        s.fencing_token = Some(NOW_US - 2_000_000);
+        assert_eq!(
+            (s.kind(), s.string_owner()),
+            (StateKind::StringLock, Some("7f9c-uuid:1"))
+        );
+        assert!(s.problems().is_empty() && s.owners().is_empty() && !s.is_counter());
+        // redlease takes a string lock with a clock token, as a hash.
+        assert_eq!(s.age(), Some(Duration::from_secs(2)));
+        s.pttl_ms = -1;
+        assert_eq!(kinds(&s), [ProblemKind::NoTtl]);
+        assert!(s.problems()[0].message.starts_with("never expires"));
+        // An integer is a counter, even with a fencing counter beside it.
+        s.value = Some("3".to_owned());
+        assert_eq!((s.kind(), s.string_owner()), (StateKind::Counter, None));
+        assert_eq!(s.lock_token(), None);
     }
 
     #[test]
