@@ -7,11 +7,17 @@
 //! (the floor of any two-script protocol), and rslock's pair (`SET NX PX`,
 //! then its compare-and-delete script).
 //!
+//! The string layout's pairs (#17) beside them: its acquire transaction
+//! with its release script (Redis 7.0) or with Valkey 9's `DELIFEQ` and the
+//! announcement, and, for the record of why the acquire is a transaction,
+//! the same pair with a Lua acquire. The Valkey rows run on a private
+//! Valkey 9 when one is installed (`scripts/valkey`).
+//!
 //! Each pair uses one of 256 keys in turn, as the throughput measurements'
 //! tasks do, so a lock's fencing counter lives on between its pairs.
 
 use redis::{Cmd, Value};
-use redlease_testkit::RedisServer;
+use redlease_testkit::{RedisServer, ServerOptions};
 
 use crate::cluster::spread;
 use crate::probe;
@@ -27,18 +33,77 @@ const RSLOCK_RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then retu
 /// Two scripts that do nothing, called with redlease's keys and arguments.
 const EMPTY_ACQUIRE: &str = "return {1, 0}";
 const EMPTY_RELEASE: &str = "return 1";
+/// The string layout's acquire as a script, the alternative to its
+/// transaction: `SET NX PX`, then the counter's `INCR`.
+const LUA_STRING_ACQUIRE: &str = "if redis.call('set', KEYS[1], ARGV[2], 'nx', 'px', ARGV[1]) then return {1, redis.call('incr', KEYS[2])} end return {0, redis.call('pttl', KEYS[1])}";
 
-/// One way of taking and releasing lock `name` as owner `owner`.
-type Pair = fn(&Shas, &str, &str) -> [Cmd; 2];
+/// One way of taking and releasing lock `name` as owner `owner`: the
+/// commands of one pair.
+type Pair = fn(&Shas, &str, &str) -> Vec<Cmd>;
 
-/// The SHA1s of the reference scripts, loaded on the server.
+/// The SHA1s of the scripts the pairs call, loaded on the server.
 struct Shas {
     rslock: String,
     empty_acquire: String,
     empty_release: String,
+    lua_string_acquire: String,
+    string_release: String,
 }
 
 pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
+    let redis: [(&str, Pair); 7] = [
+        ("redlease: acquire and release scripts", redlease_pair),
+        ("two empty scripts, the same keys and arguments", empty_pair),
+        (
+            "rslock: `SET NX PX`, compare-and-delete script",
+            rslock_pair,
+        ),
+        ("`SET NX PX`, `DEL` (no owner check)", bare_pair),
+        (
+            "redlease string layout: `MULTI`, `SET NX PX`, `INCR`, `EXEC`; release script",
+            string_pair,
+        ),
+        (
+            "string layout with a Lua acquire (`SET NX PX` + `INCR`); release script",
+            lua_string_pair,
+        ),
+        (
+            "`MULTI`, `SET NX PX`, `EXEC` (no fencing); release script",
+            string_unfenced_pair,
+        ),
+    ];
+    measure_all(server, pairs, runs, &redis);
+    let valkey = match redlease_testkit::valkey_server() {
+        Ok(program) => RedisServer::start_with(ServerOptions {
+            program: Some(program),
+            ..Default::default()
+        }),
+        Err(why) => {
+            println!("On Valkey 9: not measured ({why}).\n");
+            return;
+        }
+    };
+    let rows: [(&str, Pair); 4] = [
+        (
+            "rslock: `SET NX PX`, compare-and-delete script",
+            rslock_pair,
+        ),
+        (
+            "redlease string layout, native: `MULTI`, `SET NX PX`, `INCR`, `EXEC`; `DELIFEQ`, `PUBLISH`",
+            native_string_pair,
+        ),
+        (
+            "redlease string layout with its release script",
+            string_pair,
+        ),
+        ("redlease: acquire and release scripts", redlease_pair),
+    ];
+    println!("On a private Valkey 9, the same way:\n");
+    measure_all(&valkey, pairs, runs, &rows);
+}
+
+/// Prints a table of `rows` measured on `server`.
+fn measure_all(server: &RedisServer, pairs: usize, runs: usize, rows: &[(&str, Pair)]) {
     let mut conn = server.connection();
     let load = |conn: &mut redis::Connection, source: &str| -> String {
         redis::cmd("SCRIPT")
@@ -51,20 +116,18 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
     for (_, _, source) in redlease::lua_scripts() {
         load(&mut conn, source);
     }
+    let string_release = redlease::lua_scripts()
+        .into_iter()
+        .find(|(name, _, _)| *name == "string_release")
+        .map(|(_, sha, _)| sha.to_owned())
+        .expect("the string layout's release script");
     let shas = Shas {
         rslock: load(&mut conn, RSLOCK_RELEASE),
         empty_acquire: load(&mut conn, EMPTY_ACQUIRE),
         empty_release: load(&mut conn, EMPTY_RELEASE),
+        lua_string_acquire: load(&mut conn, LUA_STRING_ACQUIRE),
+        string_release,
     };
-    let rows: [(&str, Pair); 4] = [
-        ("redlease: acquire and release scripts", redlease_pair),
-        ("two empty scripts, the same keys and arguments", empty_pair),
-        (
-            "rslock: `SET NX PX`, compare-and-delete script",
-            rslock_pair,
-        ),
-        ("`SET NX PX`, `DEL` (no owner check)", bare_pair),
-    ];
     println!(
         "## Redis CPU per lock+unlock pair, on the server alone ({pairs} pairs per run, pipelined, {KEYS} keys; median of {runs} runs with the range)\n"
     );
@@ -72,7 +135,7 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
         "| pair | Redis CPU per pair | time per pair by command, from `INFO commandstats` (µs; a script's own includes what it called) |"
     );
     println!("|---|---:|---|");
-    for (name, pair) in rows {
+    for &(name, pair) in rows {
         let mut cpu = Vec::new();
         let mut per_call = String::new();
         for _ in 0..runs {
@@ -118,7 +181,12 @@ fn measure(conn: &mut redis::Connection, shas: &Shas, pair: Pair, pairs: usize) 
 fn command_times(conn: &mut redis::Connection, pairs: usize) -> String {
     probe::command_stats(conn, "usec")
         .into_iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "info" | "config|resetstat" | "flushall"))
+        .filter(|(name, _)| {
+            !matches!(
+                name.as_str(),
+                "info" | "config|resetstat" | "flushall" | "script|load"
+            )
+        })
         .map(|(name, usec)| format!("{name} {:.2}", usec as f64 / pairs as f64))
         .collect::<Vec<_>>()
         .join(", ")
@@ -139,29 +207,94 @@ fn redlease_calls(name: &str, owner: &str) -> [Vec<Vec<u8>>; 2] {
     [acquire.evalsha_args(), release.evalsha_args()]
 }
 
-fn redlease_pair(_: &Shas, name: &str, owner: &str) -> [Cmd; 2] {
-    redlease_calls(name, owner).map(evalsha)
+fn redlease_pair(_: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    redlease_calls(name, owner).map(evalsha).into()
 }
 
-fn empty_pair(shas: &Shas, name: &str, owner: &str) -> [Cmd; 2] {
+fn empty_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
     let [mut acquire, mut release] = redlease_calls(name, owner);
     acquire[1] = shas.empty_acquire.as_bytes().to_vec();
     release[1] = shas.empty_release.as_bytes().to_vec();
-    [evalsha(acquire), evalsha(release)]
+    vec![evalsha(acquire), evalsha(release)]
 }
 
-fn rslock_pair(shas: &Shas, name: &str, owner: &str) -> [Cmd; 2] {
+fn set_nx(name: &str, owner: &str) -> Cmd {
     let mut set = redis::cmd("SET");
     set.arg(name).arg(owner).arg("NX").arg("PX").arg(30_000);
+    set
+}
+
+fn rslock_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
     let mut release = redis::cmd("EVALSHA");
     release.arg(&shas.rslock).arg(1).arg(name).arg(owner);
-    [set, release]
+    vec![set_nx(name, owner), release]
 }
 
-fn bare_pair(_: &Shas, name: &str, owner: &str) -> [Cmd; 2] {
-    let mut set = redis::cmd("SET");
-    set.arg(name).arg(owner).arg("NX").arg("PX").arg(30_000);
+fn bare_pair(_: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
     let mut del = redis::cmd("DEL");
     del.arg(name);
-    [set, del]
+    vec![set_nx(name, owner), del]
+}
+
+/// The string layout's acquire, as its transaction sends it.
+fn string_acquire(name: &str, owner: &str) -> Vec<Cmd> {
+    let mut incr = redis::cmd("INCR");
+    incr.arg(redlease::layout::token_key(name));
+    vec![
+        redis::cmd("MULTI"),
+        set_nx(name, owner),
+        incr,
+        redis::cmd("EXEC"),
+    ]
+}
+
+/// The string layout's release script, as it is called.
+fn string_release(shas: &Shas, name: &str, owner: &str) -> Cmd {
+    let mut release = redis::cmd("EVALSHA");
+    release
+        .arg(&shas.string_release)
+        .arg(2)
+        .arg(name)
+        .arg(redlease::layout::channel(name))
+        .arg(owner)
+        .arg(0)
+        .arg("publish");
+    release
+}
+
+fn string_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    let mut cmds = string_acquire(name, owner);
+    cmds.push(string_release(shas, name, owner));
+    cmds
+}
+
+fn lua_string_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    let mut acquire = redis::cmd("EVALSHA");
+    acquire
+        .arg(&shas.lua_string_acquire)
+        .arg(2)
+        .arg(name)
+        .arg(redlease::layout::token_key(name))
+        .arg(30_000)
+        .arg(owner);
+    vec![acquire, string_release(shas, name, owner)]
+}
+
+fn string_unfenced_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    vec![
+        redis::cmd("MULTI"),
+        set_nx(name, owner),
+        redis::cmd("EXEC"),
+        string_release(shas, name, owner),
+    ]
+}
+
+fn native_string_pair(_: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    let mut cmds = string_acquire(name, owner);
+    let mut delete = redis::cmd("DELIFEQ");
+    delete.arg(name).arg(owner);
+    let mut publish = redis::cmd("PUBLISH");
+    publish.arg(redlease::layout::channel(name)).arg(0);
+    cmds.extend([delete, publish]);
+    cmds
 }
