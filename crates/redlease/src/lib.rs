@@ -78,7 +78,9 @@
 //!
 //! # Redisson compatibility
 //!
-//! Locks use Redisson's `RLock` layout ([`layout`]): the key is a hash with
+//! Locks use Redisson's `RLock` layout ([`layout`]) unless the client is
+//! built with [`Layout::String`](layout::Layout::String) (a string holding
+//! the owner, as `SET NX` locks keep it): the key is a hash with
 //! one field `<client-uuid>:<owner>` holding the hold count, the lease is the
 //! key's `PEXPIRE`, and a release publishes `0` on
 //! `redisson_lock__channel:{name}`. Java services on Redisson and Rust
@@ -112,10 +114,13 @@
 //!   operators.
 //! * `acl.rs`: [`acl`]: the least-privilege Redis ACL rules for locks on
 //!   given name prefixes (`redlease acl`).
-//! * `layout/`: [`layout`]: Redisson's key and channel names and the
+//! * `layout/`: [`layout`]: the [`Layout`](layout::Layout) choice,
+//!   Redisson's key and channel names and the
 //!   [`LockState`](layout::LockState) model.
 //! * `scripts/`: [`scripts`]: every Lua script, one file per primitive, each
-//!   next to its KEYS/ARGV builder and its reply decoder.
+//!   next to its KEYS/ARGV builder and its reply decoder; `string.rs` also
+//!   holds the string layout's plain commands and picks between them and
+//!   its scripts per connection.
 //!
 //! The engines a primitive plugs into (see DESIGN.md, "Adding a
 //! primitive"):
@@ -124,8 +129,8 @@
 //!   until a message, the holder's TTL or the deadline.
 //! * `hold.rs`: the holding engine: watchdog or fixed lease, `lost()`,
 //!   owner-checked release, background release on Drop.
-//! * `kind.rs`: the plain/fair/read/write switch: which scripts a lock
-//!   runs.
+//! * `kind.rs`: the plain/fair/read/write/string switch: which calls a
+//!   lock sends.
 //! * `release.rs`: the release protocol, in the foreground and the
 //!   background.
 //! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
