@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use redlease::PubSubMode;
 
 use crate::cluster_support::{cluster_client, key_slot, shared_cluster};
-use crate::support::{spawn_timed, unique};
+use crate::support::{acquired_within, spawn_timed, unique};
 
 /// Every key and channel a lock touches lies in its key's slot, with and
 /// without a hash tag of the user's: the scripts never raise CROSSSLOT.
@@ -390,4 +390,54 @@ async fn a_multi_lock_takes_slot_mates_together() {
         free.unlock().await.unwrap();
     }
     held.unlock().await.unwrap();
+}
+
+/// The string layout (#17) on a cluster: the acquire's transaction goes to
+/// the key's master (the key and its fencing counter share a slot), the
+/// watchdog renews string holds in its per-master batches, and a release
+/// wakes a waiter through the sharded channel.
+#[tokio::test]
+async fn the_string_layout_works_on_a_cluster() {
+    let cluster = shared_cluster();
+    let string_client = || async {
+        redlease::Client::builder(&cluster.url())
+            .layout(redlease::layout::Layout::String)
+            .watchdog_timeout(Duration::from_millis(600))
+            .build()
+            .await
+            .unwrap()
+    };
+    let (a, b) = (string_client().await, string_client().await);
+    let mut guards = Vec::new();
+    let mut last = 0;
+    for i in 0..6 {
+        let name = unique(&format!("string-{i}"));
+        let guard = a.lock(&name).try_lock().await.unwrap();
+        assert!(guard.fencing_token() > last);
+        last = guard.fencing_token();
+        let busy = b.lock(&name).try_lock().await.unwrap_err();
+        assert!(busy.is_busy(), "{busy}");
+        let mut conn = cluster.master_for_slot(key_slot(&name)).connection();
+        let value: String = redis::cmd("GET").arg(&name).query(&mut conn).unwrap();
+        assert_eq!(value, guard.owner());
+        guards.push(guard);
+    }
+    // Renewed past two leases, on every master.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for guard in &guards {
+        assert!(guard.is_held().await.unwrap(), "{}", guard.name());
+        assert!(!guard.is_lost());
+    }
+    let name = guards[0].name().to_owned();
+    let waiter = spawn_timed(b.lock(&name), Duration::from_secs(20));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut guards = guards.into_iter();
+    let first = guards.next().unwrap();
+    let released = Instant::now();
+    first.unlock().await.unwrap();
+    let guard = acquired_within(waiter, released, Duration::from_millis(500)).await;
+    guard.unlock().await.unwrap();
+    for guard in guards {
+        guard.unlock().await.unwrap();
+    }
 }
