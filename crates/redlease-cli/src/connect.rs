@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use percent_encoding::percent_decode_str;
 use redis::cluster::ClusterClientBuilder;
+use redlease::layout::Layout;
 
 pub(crate) use plain::{Plain, is_cluster};
 pub(crate) use tls::{Tls, TlsArgs, is_tls_url};
@@ -86,12 +87,14 @@ impl Target {
         out
     }
 
-    /// A redlease client; the error is a message ready to print.
+    /// A redlease client whose locks use `layout`; the error is a message
+    /// ready to print.
     pub(crate) async fn client(
         &self,
         watchdog_timeout: Option<Duration>,
+        layout: LayoutArg,
     ) -> Result<redlease::Client, String> {
-        let mut builder = self.builder();
+        let mut builder = self.builder().layout(layout.into());
         if let Some(timeout) = watchdog_timeout {
             builder = builder.watchdog_timeout(timeout);
         }
@@ -179,6 +182,28 @@ impl Target {
             "cannot connect to redis at {}: {e}",
             self.redacted()
         ))
+    }
+}
+
+/// `--layout`: how a lock's key holds its owner ([`Layout`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LayoutArg {
+    /// A hash whose field is the owner, as Redisson's RLock: shared with
+    /// Java services on Redisson.
+    #[default]
+    Redisson,
+    /// A string holding the owner, `SET key owner NX PX lease`: shared
+    /// with services using SET NX locks (redis-py's Lock, rslock, redsync,
+    /// a hand-written one).
+    String,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(layout: LayoutArg) -> Layout {
+        match layout {
+            LayoutArg::Redisson => Layout::Redisson,
+            LayoutArg::String => Layout::String,
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metrics_util::debugging::Snapshotter;
 use tokio::time::timeout;
 
-use crate::connect::{self, Target, Tls, is_cluster};
+use crate::connect::{self, LayoutArg, Target, Tls, is_cluster};
 use shop::Shop;
 use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 
@@ -83,6 +83,12 @@ pub(crate) struct DemoArgs {
     /// redis-cluster:// URL.
     #[arg(long)]
     cluster: bool,
+    /// How the lock's key holds its owner in the locked phase: `redisson`
+    /// (a hash, as Redisson's RLock) or `string` (`SET key owner NX PX`, as
+    /// the SET NX locks of redis-py, rslock, redsync or a hand-written
+    /// script, for sharing lock keys with services using them).
+    #[arg(long, value_enum, value_name = "LAYOUT", default_value_t = LayoutArg::Redisson)]
+    layout: LayoutArg,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -222,7 +228,7 @@ async fn scenario(
     snapshotter: &Snapshotter,
 ) -> Result<Summary, String> {
     let watchdog = Duration::from_millis(args.watchdog_ms);
-    let instances = shop::connect(target, args.clients, watchdog).await?;
+    let instances = shop::connect(target, args.clients, watchdog, args.layout).await?;
     let first = &instances[0];
     let placement = match target.is_cluster() {
         true => Some(placement::find(&mut target.connection().await?, &shop.stock_key).await?),

@@ -34,7 +34,15 @@ use crate::connect::{Target, admin_hint, fail};
 /// its acquired permits: hex ids and remaining leases) when it has a
 /// `{name}:timeout` zset of permits, else as a `counter` (only with
 /// --pattern: without it such keys are counted with those that are not
-/// locks). Reads only (no scripts), so it also works on a replica.
+/// locks). A string that is no integer is a lock of the string layout
+/// (`run --layout string`, or a SET NX lock of redis-py, rslock, redsync or
+/// a hand-written script), shown as a `string-lock` with its owner (the
+/// value: bytes that are not UTF-8 as \xNN, cut after 128 bytes) and ttl,
+/// and without ttl as a problem; without --pattern only those with a
+/// fencing counter (taken or tried by redlease) are listed, the others
+/// counted with the keys that are not locks, since most strings are the
+/// application's own data. Reads only (no scripts), so it also works on a
+/// replica.
 #[derive(Debug, clap::Args)]
 pub(crate) struct InspectArgs {
     /// SCAN MATCH pattern (glob) for lock keys, for example 'lock:*'. Every
@@ -88,10 +96,15 @@ pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
     // wrong_type for each would bury the real problems.
     let before = scan.locks.len();
     // Likewise a string integer with nothing to show it is a semaphore or
-    // a latch: most are the application's own counters.
+    // a latch: most are the application's own counters; and a string with
+    // no fencing counter beside it: most are its cached values, not
+    // another library's locks.
     if args.pattern.is_none() {
-        scan.locks
-            .retain(|s| !matches!(s.kind(), StateKind::NotALock | StateKind::Counter));
+        scan.locks.retain(|s| match s.kind() {
+            StateKind::NotALock | StateKind::Counter => false,
+            StateKind::StringLock => s.fencing_token.is_some(),
+            _ => true,
+        });
     }
     let report = Report {
         pattern: pattern.to_owned(),
@@ -111,7 +124,11 @@ pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Whether a state is a lock (or read-write lock) hash.
+/// Whether a state is a lock: a lock (or read-write lock) hash, or a
+/// string of the string layout.
 fn is_lock(state: &LockState) -> bool {
-    matches!(state.kind(), StateKind::Lock | StateKind::ReadWriteLock)
+    matches!(
+        state.kind(),
+        StateKind::Lock | StateKind::ReadWriteLock | StateKind::StringLock
+    )
 }

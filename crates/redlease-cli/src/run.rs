@@ -11,7 +11,7 @@ use redlease::{Error, Lock, LockGuard, LostReason, MultiGuard, PermitGuard};
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
-use crate::connect::{Target, fail, warn};
+use crate::connect::{LayoutArg, Target, fail, warn};
 use crate::duration;
 use crate::signals::{self, Caught};
 
@@ -52,6 +52,11 @@ use crate::signals::{self, Caught};
 /// comes back within one watchdog timeout). CMD gets the permit's id in
 /// REDLEASE_PERMIT_ID and NAME in REDLEASE_SEMAPHORE. A busy semaphore,
 /// a lost permit and --lease behave as for a lock.
+///
+/// With --layout string, KEY is a string holding its owner, taken with
+/// `SET KEY owner NX PX lease` like the SET NX locks of redis-py, rslock,
+/// redsync or a hand-written script, so that CMD and the services using
+/// those on the same key exclude each other (see --layout).
 #[derive(Debug, clap::Args)]
 #[command(after_help = after_help())]
 pub(crate) struct RunArgs {
@@ -90,6 +95,17 @@ pub(crate) struct RunArgs {
     /// reader and no other writer.
     #[arg(long)]
     write: bool,
+    /// How KEY holds its owner. `string` is for sharing lock keys with
+    /// services that lock with SET NX (redis-py's Lock, rslock, redsync, a
+    /// hand-written `SET key uuid NX PX`): the key holds the owner
+    /// (`<client-id>:<n>`), its ttl is the lease, REDLEASE_FENCING_TOKEN
+    /// comes from the same counter as with `redisson`. A holder that does
+    /// not announce its release (other libraries do not) is seen gone at
+    /// the next retry, at the latest when its key expires, not at once.
+    /// Plain locks only: not with --read, --write or --semaphore, which are
+    /// Redisson's structures.
+    #[arg(long, value_enum, value_name = "LAYOUT", default_value_t = LayoutArg::Redisson)]
+    layout: LayoutArg,
     /// How long to wait while the lock is busy; 0 tries once. Waits as long
     /// as it takes when not given.
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
@@ -138,7 +154,8 @@ fn after_help() -> String {
          redlease run --key catalog:prices --write -- ./rebuild-prices\n  \
          redlease run --key catalog:prices --read --wait 1m -- ./export-prices\n  \
          redlease run --semaphore jobs:export --permits 4 --wait 10m -- ./export\n  \
-         redlease run --key account:17 --key account:4 --wait 5s -- ./transfer",
+         redlease run --key account:17 --key account:4 --wait 5s -- ./transfer\n  \
+         redlease run --key billing:close --layout string --wait 1m -- ./close-books",
         redlease_grammar::duration::GRAMMAR
     )
 }
@@ -157,6 +174,14 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
         return crate::usage_error(
             "run",
             "--read and --write take one --key: several keys are taken as plain locks".to_owned(),
+        );
+    }
+    if args.layout == LayoutArg::String && (args.read || args.write || args.semaphore.is_some()) {
+        return crate::usage_error(
+            "run",
+            "--layout string takes plain locks (--key): --read, --write and --semaphore are \
+             Redisson's structures"
+                .to_owned(),
         );
     }
     // Caught before anything else: from here on a signal is ours to handle,
@@ -265,7 +290,7 @@ enum Failure {
 
 async fn acquire(target: &Target, args: &RunArgs) -> Result<Held, Failure> {
     let client = target
-        .client(args.watchdog_timeout)
+        .client(args.watchdog_timeout, args.layout)
         .await
         .map_err(Failure::Other)?;
     let failure = |e: Error| match e.is_busy() {

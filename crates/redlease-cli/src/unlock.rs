@@ -7,7 +7,7 @@ use std::time::Duration;
 use redlease::admin;
 use redlease::layout::{self, LockState};
 
-use crate::connect::{Target, admin_hint, fail};
+use crate::connect::{LayoutArg, Target, admin_hint, fail};
 use crate::duration;
 
 /// Removes the lock KEY whatever its owner, and wakes its waiters.
@@ -38,7 +38,8 @@ pub(crate) struct UnlockArgs {
 }
 
 pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
-    let client = match target.client(None).await {
+    // The layout only matters to locks taken, and this takes none.
+    let client = match target.client(None, LayoutArg::default()).await {
         Ok(client) => client,
         Err(message) => return fail(&message),
     };

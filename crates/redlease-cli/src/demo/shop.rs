@@ -15,7 +15,7 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep};
 
-use crate::connect::{Plain, Target};
+use crate::connect::{LayoutArg, Plain, Target};
 
 /// One run's SKU, keys and timings.
 #[derive(Clone, Debug)]
@@ -86,7 +86,8 @@ struct Tally {
     sales: Mutex<Vec<(i64, u64)>>,
 }
 
-/// Connects `count` instances to `target`, with lock leases of `watchdog`.
+/// Connects `count` instances to `target`, with lock leases of `watchdog`
+/// and locks of `layout`.
 ///
 /// # Errors
 ///
@@ -95,11 +96,12 @@ pub(crate) async fn connect(
     target: &Target,
     count: u32,
     watchdog: Duration,
+    layout: LayoutArg,
 ) -> Result<Vec<Instance>, String> {
     let mut instances = Vec::new();
     for _ in 0..count {
         // The fencing counter this leaves behind is removed with the stock.
-        let locks = target.client(Some(watchdog)).await?;
+        let locks = target.client(Some(watchdog), layout).await?;
         let stock = target.connection().await?;
         instances.push(Instance { locks, stock });
     }

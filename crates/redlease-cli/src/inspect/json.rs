@@ -29,6 +29,9 @@ struct LockJson<'a> {
     key_type: &'a str,
     mode: Option<&'a str>,
     owners: Vec<OwnerJson<'a>>,
+    /// A string-layout lock's owner: the key's value (bytes that are not
+    /// UTF-8 as `\xNN`, cut after 128 bytes with `...`).
+    holder: Option<&'a str>,
     /// Milliseconds to live; `None` when the key never expires or is absent.
     ttl_ms: Option<i64>,
     age_ms: Option<u64>,
@@ -111,6 +114,7 @@ fn lock(state: &LockState) -> LockJson<'_> {
             StateKind::ExpirableSemaphore => "expirable_semaphore",
             StateKind::CountDownLatch => "count_down_latch",
             StateKind::Counter => "counter",
+            StateKind::StringLock => "string_lock",
             _ => "not_a_lock",
         },
         key_type: &state.key_type,
@@ -129,6 +133,7 @@ fn lock(state: &LockState) -> LockJson<'_> {
                 hold_ttl_ms: h.hold_ttl_ms,
             })
             .collect(),
+        holder: state.string_owner(),
         ttl_ms: (state.pttl_ms >= 0).then_some(state.pttl_ms),
         age_ms: state.age().map(|age| age.as_millis() as u64),
         fencing_token: state.lock_token(),

@@ -93,12 +93,16 @@ fn row(s: &LockState) -> [String; 7] {
         (StateKind::ExpirableSemaphore, _) => "expirable-semaphore".to_owned(),
         (StateKind::CountDownLatch, _) => "latch".to_owned(),
         (StateKind::Counter, _) => "counter".to_owned(),
+        (StateKind::StringLock, _) => "string-lock".to_owned(),
         _ => s.key_type.clone(),
     };
     let owners = match s.kind() {
         StateKind::Lock | StateKind::ReadWriteLock => {
             s.owners().iter().map(owner).collect::<Vec<_>>().join(", ")
         }
+        // The owner alone: the key holds no count (re-entry counts in the
+        // holder's client, if at all).
+        StateKind::StringLock => s.string_owner().unwrap_or_default().to_owned(),
         _ if s.is_counter() => counter(s),
         _ => String::new(),
     };
@@ -241,6 +245,31 @@ lock:a-longer-name  lock  u:2 x1  never  ?     -      no_ttl
 
 problems:
   lock:a-longer-name: no_ttl: never expires (no ttl): if its holder is gone it stays locked for ever
+
+2 lock key(s), 1 with problems, 2 key(s) scanned matching \"lock:*\"
+"
+        );
+    }
+
+    #[test]
+    fn string_locks_show_their_owner() {
+        let mut state = LockState::absent("lock:setnx");
+        state.key_type = "string".to_owned();
+        state.value = Some("9b2e6c1a-uuid".to_owned());
+        state.pttl_ms = 20_000;
+        state.server_time_us = NOW_US;
+        let mut forever = state.clone();
+        forever.name = "lock:forever".to_owned();
+        forever.pttl_ms = -1;
+        assert_eq!(
+            render(&report(vec![state, forever])),
+            "\
+KEY           KIND         OWNERS         TTL    AGE  QUEUE  PROBLEMS
+lock:setnx    string-lock  9b2e6c1a-uuid  20.0s  ?    -      -
+lock:forever  string-lock  9b2e6c1a-uuid  never  ?    -      no_ttl
+
+problems:
+  lock:forever: no_ttl: never expires (no ttl): if its holder is gone it stays locked for ever
 
 2 lock key(s), 1 with problems, 2 key(s) scanned matching \"lock:*\"
 "

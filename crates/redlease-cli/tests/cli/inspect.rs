@@ -26,8 +26,8 @@ fn planted() -> RedisServer {
         "2",
     ]);
     r(&["PEXPIRE", "lock:redisson", "30000"]);
-    // Another tool's SET NX lock.
-    r(&["SET", "lock:setnx", "owner-7", "PX", "30000"]);
+    // Another tool's SET NX lock: a lock of the string layout.
+    r(&["SET", "lock:setnx", "owner-7", "NX", "PX", "30000"]);
     // A Redisson read-write lock in read mode.
     r(&["HSET", "lock:rw", "mode", "read", "8743c9c0:5", "1"]);
     r(&["PEXPIRE", "lock:rw", "30000"]);
@@ -47,7 +47,8 @@ fn planted() -> RedisServer {
         "99999999999999",
         "alive:2",
     ]);
-    r(&["SET", "other:key", "x"]);
+    // No lock of any layout.
+    r(&["RPUSH", "other:key", "x"]);
     server
 }
 
@@ -80,8 +81,9 @@ fn table_lists_locks_and_problems() {
         "{table}"
     );
     assert!(redisson.trim_end().ends_with('-'), "no problem: {table}");
+    let setnx = row("lock:setnx");
     assert!(
-        row("lock:setnx").contains("string") && row("lock:setnx").contains("wrong_type"),
+        setnx.contains("string-lock  owner-7  ") && setnx.trim_end().ends_with('-'),
         "{table}"
     );
     assert!(
@@ -95,7 +97,10 @@ fn table_lists_locks_and_problems() {
             && fair.contains("stale_waiters"),
         "{table}"
     );
-    assert!(row("other:key").contains("wrong_type"));
+    assert!(
+        row("other:key").contains("list") && row("other:key").contains("wrong_type"),
+        "{table}"
+    );
     // Auxiliary keys are attached to their lock, not listed.
     assert!(!table.contains("redisson_lock_"), "{table}");
     assert!(table.contains("problems:\n"), "{table}");
@@ -184,9 +189,14 @@ fn json_has_every_field() {
     };
     assert_eq!(problems("lock:nottl"), ["no_ttl"]);
     assert_eq!(lock("lock:nottl")["ttl_ms"], Value::Null);
-    assert_eq!(problems("lock:setnx"), ["wrong_type"]);
+    assert_eq!(problems("lock:setnx"), Vec::<String>::new());
     assert_eq!(lock("lock:setnx")["type"], "string");
-    assert_eq!(lock("lock:setnx")["kind"], "not_a_lock");
+    assert_eq!(lock("lock:setnx")["kind"], "string_lock");
+    assert_eq!(lock("lock:setnx")["holder"], "owner-7");
+    assert_eq!(lock("lock:setnx")["owners"], serde_json::json!([]));
+    assert_eq!(problems("other:key"), ["wrong_type"]);
+    assert_eq!(lock("other:key")["kind"], "not_a_lock");
+    assert_eq!(lock("lock:redisson")["holder"], Value::Null);
     assert_eq!(problems("lock:redisson"), Vec::<String>::new());
     assert_eq!(lock("lock:redisson")["owners"][0]["count"], 2);
     let ttl = lock("lock:redisson")["ttl_ms"].as_i64().unwrap();
@@ -202,6 +212,108 @@ fn json_has_every_field() {
         .map(|w| (w["owner"].as_str().unwrap(), w["stale"].as_bool().unwrap()))
         .collect();
     assert_eq!(stale, [("gone:1", true), ("alive:2", false)]);
+}
+
+/// A raw `SET key uuid NX PX` lock (redis-py's, rslock's, a hand-written
+/// one) is a `string-lock` with its holder and ttl; so is one taken by
+/// `run --layout string`, which is also listed without --pattern (by its
+/// fencing counter, where another library's is counted as skipped).
+#[test]
+fn string_locks_show_their_holder_and_ttl() {
+    let server = RedisServer::start();
+    let uuid = "3f1c9a52-6d0e-4b8f-a1c2-9e7d5b4a3c21";
+    let set: String = redis(&server, &["SET", "lock:py", uuid, "NX", "PX", "20000"]);
+    assert_eq!(set, "OK");
+    // rslock's owner: random bytes, not UTF-8, maybe a newline: escaped,
+    // on one line.
+    let _: Value2 = redis::cmd("SET")
+        .arg("lock:rs")
+        .arg(&[0xff_u8, 0xfe, b'A', b'\n'][..])
+        .arg("PX")
+        .arg(20_000)
+        .query(&mut server.connection())
+        .unwrap();
+    let inspect = |args: &[&str]| -> String {
+        let out = output(redlease(&server.url()).arg("inspect").args(args), LIMIT);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let table = inspect(&["--pattern", "lock:*"]);
+    let row = |key: &str| -> String {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no row for {key}:\n{table}"))
+            .to_owned()
+    };
+    let py = row("lock:py");
+    assert!(
+        py.contains(&format!("string-lock  {uuid}  ")) && py.trim_end().ends_with('-'),
+        "{table}"
+    );
+    assert!(row("lock:rs").contains(r"\xff\xfeA\n  "), "{table}");
+
+    let report: Value =
+        serde_json::from_str(&inspect(&["--pattern", "lock:py", "--json"])).unwrap();
+    let lock = &report["locks"][0];
+    assert_eq!(
+        (&lock["key"], &lock["kind"], &lock["type"], &lock["holder"]),
+        (
+            &Value::from("lock:py"),
+            &Value::from("string_lock"),
+            &Value::from("string"),
+            &Value::from(uuid)
+        ),
+        "{report}"
+    );
+    let ttl = lock["ttl_ms"].as_i64().expect("a ttl");
+    assert!((10_000..=20_000).contains(&ttl), "{ttl}");
+    // Another library keeps no fencing counter: no token, no age.
+    assert_eq!(
+        (&lock["fencing_token"], &lock["age_ms"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert!(lock["problems"].as_array().unwrap().is_empty(), "{report}");
+
+    // Without --pattern, strings without a fencing counter are counted, not
+    // listed: most are the application's data.
+    let table = inspect(&[]);
+    assert!(!table.contains("lock:py"), "{table}");
+    assert!(
+        table.contains("2 key(s) that are not locks skipped"),
+        "{table}"
+    );
+
+    let mut holder = redlease(&server.url())
+        .args([
+            "run", "--layout", "string", "--key", "lock:rl", "--", "sleep", "30",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(LIMIT, "the lock", || {
+        redis::<i64>(&server, &["EXISTS", "lock:rl"]) == 1
+    });
+    let owner: String = redis(&server, &["GET", "lock:rl"]);
+    let report: Value = serde_json::from_str(&inspect(&["--json"])).unwrap();
+    let locks = report["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 1, "the token key is not a lock: {locks:?}");
+    assert_eq!(locks[0]["key"], "lock:rl");
+    assert_eq!(locks[0]["kind"], "string_lock");
+    assert_eq!(locks[0]["holder"], owner.as_str());
+    assert!(locks[0]["fencing_token"].as_u64().is_some(), "{report}");
+    assert!(locks[0]["age_ms"].as_u64().is_some(), "{report}");
+    assert!(
+        locks[0]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "{report}"
+    );
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &holder.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert_eq!(wait(&mut holder, LIMIT).code(), Some(143));
+    assert_eq!(redis::<i64>(&server, &["EXISTS", "lock:rl"]), 0);
 }
 
 /// A lock held by `redlease run` shows its owner, TTL and an age from its

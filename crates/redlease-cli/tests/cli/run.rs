@@ -840,3 +840,116 @@ fn several_keys_are_taken_all_or_none() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// `--layout string`: while the command runs the key is a string holding
+/// the owner (`<client-id>:<n>`, as `SET key owner NX PX` writes it), with
+/// a lease and the fencing token from the usual counter; gone after.
+#[test]
+fn string_layout_holds_the_key_as_a_string() {
+    let server = RedisServer::shared();
+    let key = unique("run:string");
+    let go = temp_dir("string").join("go");
+    let script = format!(
+        "echo $REDLEASE_FENCING_TOKEN; while [ ! -e {} ]; do sleep 0.02; done",
+        go.display()
+    );
+    let mut holder = redlease(&server.url())
+        .args([
+            "run", "--layout", "string", "--key", &key, "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    eventually(LIMIT, "the lock", || {
+        redis::<i64>(server, &["EXISTS", &key]) == 1
+    });
+    assert_eq!(redis::<String>(server, &["TYPE", &key]), "string");
+    let owner: String = redis(server, &["GET", &key]);
+    let (client, n) = owner.rsplit_once(':').expect(&owner);
+    assert!(!client.is_empty() && n.parse::<u64>().is_ok(), "{owner}");
+    let ttl: i64 = redis(server, &["PTTL", &key]);
+    assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
+    std::fs::write(&go, "").unwrap();
+    assert!(wait(&mut holder, LIMIT).success());
+    let mut printed = String::new();
+    std::io::Read::read_to_string(&mut holder.stdout.take().unwrap(), &mut printed).unwrap();
+    let token: String = redis(server, &["GET", &format!("redisson_lock_token:{{{key}}}")]);
+    assert_eq!(printed.trim(), token);
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+}
+
+/// `--layout string` on a key held by another library's `SET key uuid NX
+/// PX`: busy after --wait (75), and the holder is left alone; free once it
+/// deletes its key.
+#[test]
+fn string_layout_is_busy_on_a_set_nx_lock() {
+    let server = RedisServer::shared();
+    let key = unique("run:string-busy");
+    let uuid = "5f0c7d0e-2b1a-4c3d-9e8f-7a6b5c4d3e2f";
+    let set: String = redis(server, &["SET", &key, uuid, "NX", "PX", "20000"]);
+    assert_eq!(set, "OK");
+    let run = |wait: &str| {
+        output(
+            redlease(&server.url()).args([
+                "run", "--layout", "string", "--key", &key, "--wait", wait, "--", "true",
+            ]),
+            LIMIT,
+        )
+    };
+    let started = Instant::now();
+    let out = run("300ms");
+    let waited = started.elapsed();
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
+    assert_eq!(redis::<String>(server, &["GET", &key]), uuid);
+    // Redisson's layout cannot lock a string key: an error, not a lock.
+    let out = output(
+        redlease(&server.url()).args(["run", "--key", &key, "--wait", "0", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(redis::<String>(server, &["GET", &key]), uuid);
+    redis::<i64>(server, &["DEL", &key]);
+    assert!(run("0").status.success());
+}
+
+#[test]
+fn string_layout_usage_errors_exit_2_before_connecting() {
+    let refused = |args: &[&str], expected: &str| {
+        let out = output(redlease("redis://127.0.0.1:1").args(args), LIMIT);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    };
+    for side in ["--read", "--write"] {
+        refused(
+            &[
+                "run", "--layout", "string", "--key", "k", side, "--", "true",
+            ],
+            "--layout string takes plain locks",
+        );
+    }
+    refused(
+        &[
+            "run",
+            "--layout",
+            "string",
+            "--semaphore",
+            "s",
+            "--permits",
+            "2",
+            "--",
+            "true",
+        ],
+        "--layout string takes plain locks",
+    );
+    refused(
+        &["run", "--layout", "hash", "--key", "k", "--", "true"],
+        "invalid value 'hash' for '--layout <LAYOUT>'",
+    );
+}
