@@ -3,8 +3,14 @@ driven as their users would.
 
 Usage: driver.py redis-py|python-redis-lock uncontended <redis-url> <tasks> <seconds>
    or: driver.py redis-py|python-redis-lock handoff <redis-url> <workers> <seconds>
+   or: driver.py redis-py hold <redis-url> <key> <hold_ms> <wait_ms>
 
-Prints one JSON line on stdout and exits; diagnostics go to stderr.
+Prints one JSON line on stdout and exits; diagnostics go to stderr. `hold`
+(for redlease's tests of one key shared with a peer) prints one line per
+event instead: {"event": "acquired", "value": <the token under the key>,
+"at_ms": <Unix time>} once it holds `key` (or {"event": "busy"} and exit
+status 3 if it could not within `wait_ms`), then, `hold_ms` later and after
+its release, {"event": "released", "at_ms": ...}.
 
 - redis-py: `redis.asyncio` `Lock` (`r.lock(name, timeout=30)`), asyncio tasks
   on one client. Its blocking `acquire()` polls with SET NX every `sleep`
@@ -262,7 +268,37 @@ def prl_handoff(url, workers, seconds):
     finish(result)
 
 
+# --- hold: one lock on a given key, for redlease's tests ---------------------
+
+
+def event(**fields):
+    """One event line, flushed at once: the test reads them as they come."""
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+async def redis_py_hold(url, key, hold_ms, wait_ms):
+    """Acquires `key` with redis-py's Lock as its users would (a blocking
+    acquire bounded by `blocking_timeout`, polling SET NX every 0.1 s), holds
+    it `hold_ms`, releases it. Returns the exit status."""
+    r = redis.asyncio.Redis.from_url(url)
+    lock = r.lock(key, timeout=LEASE, blocking_timeout=wait_ms / 1000)
+    if not await lock.acquire():
+        event(event="busy")
+        return 3
+    # The token it stored: uuid1().hex, as bytes.
+    event(event="acquired", value=lock.local.token.decode(), at_ms=round(time.time() * 1000))
+    await asyncio.sleep(hold_ms / 1000)
+    await lock.release()
+    event(event="released", at_ms=round(time.time() * 1000))
+    await r.aclose()
+    return 0
+
+
 def main():
+    if len(sys.argv) == 7 and sys.argv[1:3] == ["redis-py", "hold"]:
+        url, key, hold_ms, wait_ms = sys.argv[3:]
+        sys.exit(asyncio.run(redis_py_hold(url, key, int(hold_ms), int(wait_ms))))
     if len(sys.argv) != 6:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

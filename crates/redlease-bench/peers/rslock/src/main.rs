@@ -5,13 +5,16 @@
 //! Usage: `rslock-peer uncontended <redis-url> <tasks> <seconds>`
 //!    or: `rslock-peer handoff <redis-url> <workers> <seconds>`
 //!    or: `rslock-peer redlock <redis-url>,<redis-url>,... <tasks> <seconds>`
-//! Prints one JSON line on stdout (see scripts/bench-peers for the protocol).
+//!    or: `rslock-peer hold <redis-url> <key> <hold_ms> <wait_ms>`
+//! Prints one JSON line on stdout (see scripts/bench-peers for the protocol);
+//! `hold`, for redlease's tests of one key shared with a peer, one line per
+//! event (see [`hold`]).
 
 use std::process::exit;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rslock::LockManager;
+use rslock::{LockError, LockManager};
 use tokio::sync::watch;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -19,6 +22,17 @@ const LEASE: Duration = Duration::from_secs(30);
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 6 && args[1] == "hold" {
+        let (hold_ms, wait_ms) = (parse::<u64>(&args[4]), parse::<u64>(&args[5]));
+        let status = hold(
+            &args[2],
+            &args[3],
+            Duration::from_millis(hold_ms),
+            Duration::from_millis(wait_ms),
+        )
+        .await;
+        exit(status);
+    }
     if args.len() != 5 {
         eprintln!(
             "usage: {} uncontended|handoff|redlock <redis-url>[,<redis-url>...] <n> <seconds>",
@@ -54,6 +68,61 @@ async fn main() {
     // Waiters still spinning in `acquire()` would keep the runtime busy on
     // drop; leave at once.
     exit(0);
+}
+
+/// Acquires `key` with rslock as its users would, holds it for `hold`,
+/// releases it; returns the exit status. Prints, flushed at once,
+/// `{"event": "acquired", "value": <hex>, "encoding": "hex", "at_ms": <Unix
+/// time>}` once it holds the key (the value rslock stored, 20 random bytes,
+/// in hex), or `{"event": "busy"}` and returns 3 if it could not within
+/// `wait`; then `{"event": "released", "at_ms": ...}` after the release.
+///
+/// rslock has no bounded wait: `lock()` tries 3 times, 0..200 ms apart at
+/// random, and `acquire()` calls `lock()` forever. So `lock()` is called
+/// again until `wait` has passed (which it may overrun by one `lock()`):
+/// not `acquire()` under a timeout, since a `lock()` cancelled after its
+/// `SET` would leave the key held for the whole lease.
+async fn hold(url: &str, key: &str, hold: Duration, wait: Duration) -> i32 {
+    let manager = LockManager::new(vec![url]);
+    let deadline = Instant::now() + wait;
+    let lock = loop {
+        match manager.lock(key.as_bytes(), LEASE).await {
+            Ok(lock) => break lock,
+            Err(e) if Instant::now() >= deadline => {
+                // Busy is an answer here, not a failure.
+                if !matches!(e, LockError::Unavailable) {
+                    eprintln!("lock: {e}");
+                }
+                event(r#""event": "busy""#);
+                return 3;
+            }
+            Err(_) => {}
+        }
+    };
+    let value: String = lock.val.iter().map(|b| format!("{b:02x}")).collect();
+    event(&format!(
+        r#""event": "acquired", "value": "{value}", "encoding": "hex", "at_ms": {}"#,
+        unix_ms()
+    ));
+    tokio::time::sleep(hold).await;
+    lock.release().await;
+    event(&format!(r#""event": "released", "at_ms": {}"#, unix_ms()));
+    0
+}
+
+/// Prints `{fields}` as one line and flushes it: the test reads the events
+/// as they come.
+fn event(fields: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{{{fields}}}");
+    let _ = out.flush();
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 fn parse<T: std::str::FromStr>(s: &str) -> T {
