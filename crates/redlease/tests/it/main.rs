@@ -49,6 +49,8 @@ mod lease;
 mod metrics;
 /// Several locks taken all or none (#16).
 mod multi;
+/// The real peers (redis-py, rslock, the seed's Java lock) on one key (#17).
+mod peers;
 /// Fair waiters in other processes, and the child process itself.
 mod process;
 /// The Redis layout and wire protocol shared with Redisson.
