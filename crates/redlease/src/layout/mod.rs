@@ -43,7 +43,7 @@ pub enum Layout {
     /// Valkey 9, Redis 8.4); fencing tokens use the same counter as
     /// Redisson's layout; a release also publishes `0` on [`channel`], so
     /// that redlease waiters wake at once, while a lock of a library that
-    /// does not publish is waited for until its key's expiry. Re-entry in an
+    /// does not publish is looked at again every 100 ms. Re-entry in an
     /// owner scope counts in the client (no round trip), and a re-entry does
     /// not lengthen a fixed lease. Only [`Client::lock`](crate::Client::lock)
     /// and what is built on it (multi-locks, RedLock) use it: fair and

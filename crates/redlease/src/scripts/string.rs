@@ -196,17 +196,35 @@ async fn acquire_now(
         // Redisson's `RFencedLock` shares the counter: it must not expire.
         pipe.cmd("PERSIST").arg(counter).ignore();
     }
-    let mut replies = conn.query_pipe(&pipe).await?.into_iter();
+    let replies = conn.query_pipe(&pipe).await.map_err(first_refusal)?;
+    let mut replies = replies.into_iter();
     let (Some(set), Some(incr)) = (replies.next(), replies.next()) else {
         return Err(unexpected("acquire transaction", &[]));
     };
     match set {
         Value::Okay => {}
         Value::Nil => {
-            // Asked only now: a `PTTL` in the transaction would cost every
-            // acquire a reply more to read for what only a refusal needs.
-            let ttl = conn.query::<Value>(redis::cmd("PTTL").arg(key)).await?;
-            return Ok(Value::Array(vec![Value::Int(0), ttl_or_unknown(ttl)]));
+            // The `INCR` ran all the same. On a counter that was missing it
+            // wrote 1, with no time to live: start it from the clock, with
+            // its time to live, as a grant would have.
+            // A counter `FENCE` cannot use either is the next grant's error
+            // to report; this is a refusal.
+            if !matches!(incr, Value::Int(token) if token >= CLOCK_FLOOR)
+                && let Err(e) = conn
+                    .run::<i64>(&fence_script(counter, fencing_ttl_ms))
+                    .await
+            {
+                tracing::debug!(key, error = %e, "fencing counter not started");
+            }
+            // Asked only now: in the transaction they would cost every
+            // acquire replies to read for what only a refusal needs.
+            let mut pipe = redis::pipe();
+            pipe.cmd("PTTL").arg(key).cmd("GET").arg(key);
+            let (ttl, holder) = match conn.query_pipe(pipe.ignore_errors()).await?.as_slice() {
+                [ttl, holder] => (ttl.clone(), holder.clone()),
+                other => return Err(unexpected("PTTL and GET", other)),
+            };
+            return Ok(Value::Array(vec![Value::Int(0), retry_after(ttl, &holder)]));
         }
         Value::ServerError(e) => return Err(e.into()),
         other => return Err(unexpected("SET NX", &[other])),
@@ -234,21 +252,39 @@ async fn acquire_now(
     }
 }
 
-/// How long a waiter sleeps before looking again at a string lock without
-/// an expiry, in milliseconds: its holder may be a library that never
-/// announces a release.
-const NO_EXPIRY_POLL_MS: i64 = 100;
+/// How long a waiter sleeps, at most, before looking again at a string lock
+/// whose holder does not announce its release (another library's), in
+/// milliseconds: the peers themselves poll so (redis-py every 100 ms,
+/// rslock every 0 to 200 ms).
+const SILENT_HOLDER_POLL_MS: i64 = 100;
 
-/// A refusal's `PTTL` reply as the time to sleep before the next attempt,
-/// when no release message comes first: the key's time to live; `0` when
-/// the key is gone already (freed since the `SET` by a holder that does not
-/// announce); [`NO_EXPIRY_POLL_MS`] when it has no expiry.
-fn ttl_or_unknown(ttl: Value) -> Value {
+/// A refusal's `PTTL` and `GET` replies as the time to sleep before the next
+/// attempt when no release message comes first: `0` when the key is gone
+/// already (freed since the `SET` by a holder that does not announce); the
+/// key's time to live when its holder is a redlease owner, whose release
+/// wakes the waiter; else at most [`SILENT_HOLDER_POLL_MS`].
+fn retry_after(ttl: Value, holder: &Value) -> Value {
+    let ours = matches!(holder, Value::BulkString(v) if is_redlease_owner(v));
     match ttl {
-        Value::Int(ms) if ms >= 0 => Value::Int(ms),
         Value::Int(-2) => Value::Int(0),
-        _ => Value::Int(NO_EXPIRY_POLL_MS),
+        Value::Int(ms) if ms >= 0 && ours => Value::Int(ms),
+        Value::Int(ms) if ms >= 0 => Value::Int(ms.min(SILENT_HOLDER_POLL_MS)),
+        _ => Value::Int(SILENT_HOLDER_POLL_MS),
     }
+}
+
+/// Whether `value` is an owner as redlease writes it, `<uuid>:<n>` (a
+/// holder that announces its release).
+fn is_redlease_owner(value: &[u8]) -> bool {
+    let Some((uuid, n)) = value.split_at_checked(36) else {
+        return false;
+    };
+    let hex_or_dash = |b: &u8| b.is_ascii_hexdigit() || *b == b'-';
+    uuid.iter().all(hex_or_dash)
+        && uuid.iter().filter(|b| **b == b'-').count() == 4
+        && n.len() > 1
+        && n[0] == b':'
+        && n[1..].iter().all(u8::is_ascii_digit)
 }
 
 async fn release_now(
@@ -360,6 +396,20 @@ async fn detect(conn: &Connection) -> Natives {
     found
 }
 
+/// A transaction the server refused as it was queued (`EXECABORT`: a
+/// read-only replica, a missing permission, no memory) as the first
+/// command's own error, which says what to fix.
+fn first_refusal(e: RedisError) -> RedisError {
+    if e.code() != Some("EXECABORT") {
+        return e;
+    }
+    let errors = e.clone().into_server_errors();
+    match errors.as_deref() {
+        Some([(_, first), ..]) => RedisError::from(first.clone()),
+        _ => e,
+    }
+}
+
 fn is_unknown_command(detail: Option<&str>) -> bool {
     detail.is_some_and(|d| d.contains("unknown command") || d.contains("syntax error"))
 }
@@ -384,6 +434,21 @@ mod tests {
         assert_eq!(keys, ["a", "redisson_lock__channel:{a}"]);
         assert_eq!(args, ["u:1", "0", "spublish"]);
         assert_eq!(call.script_name(), "string_release");
+    }
+
+    #[test]
+    fn a_silent_holder_is_looked_at_again_soon() {
+        let ours = Value::BulkString(b"6f1c0c56-3a1e-4c55-9d7a-2f7f1b0c9e11:42".to_vec());
+        let peer = Value::BulkString(b"d41d8cd98f00b204e9800998ecf8427e".to_vec());
+        assert_eq!(retry_after(Value::Int(20_000), &ours), Value::Int(20_000));
+        assert_eq!(retry_after(Value::Int(20_000), &peer), Value::Int(100));
+        assert_eq!(retry_after(Value::Int(40), &peer), Value::Int(40));
+        assert_eq!(retry_after(Value::Int(-1), &ours), Value::Int(100));
+        // Freed between the `SET` and the `PTTL`.
+        assert_eq!(retry_after(Value::Int(-2), &Value::Nil), Value::Int(0));
+        assert!(!is_redlease_owner(b"6f1c0c56-3a1e-4c55-9d7a-2f7f1b0c9e11"));
+        assert!(!is_redlease_owner(b"6f1c0c56-3a1e-4c55-9d7a-2f7f1b0c9e11:"));
+        assert!(!is_redlease_owner(&[0xff; 40]));
     }
 
     #[test]

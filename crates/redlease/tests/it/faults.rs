@@ -203,6 +203,15 @@ async fn read_only_replica_is_named() {
     let c = redlease::Client::connect(&replica.url()).await.unwrap();
     let err = c.lock(unique("replica")).try_lock().await.unwrap_err();
     assert!(err.is_read_only(), "{err:?}");
+    // The string layout's transaction is refused as it is queued: the
+    // replica's own error comes back, not `EXECABORT`'s.
+    let c = redlease::Client::builder(&replica.url())
+        .layout(redlease::layout::Layout::String)
+        .build()
+        .await
+        .unwrap();
+    let err = c.lock(unique("replica")).try_lock().await.unwrap_err();
+    assert!(err.is_read_only(), "{err:?}");
 }
 
 /// Redis killed while a client is connected: a single attempt fails at

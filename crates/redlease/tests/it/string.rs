@@ -229,6 +229,33 @@ async fn a_waiter_wakes_on_our_release_and_at_a_silent_holders_expiry() {
 }
 
 #[tokio::test]
+async fn a_refused_attempt_leaves_the_counter_started_from_the_clock_with_its_ttl() {
+    for server in servers() {
+        let client = string_client(server).await;
+        let name = unique("string-refused-counter");
+        let _: () = redis::cmd("SET")
+            .arg(&name)
+            .arg("peer")
+            .arg("PX")
+            .arg(10_000)
+            .query(&mut server.connection())
+            .unwrap();
+        let busy = client.lock(&name).try_lock().await.unwrap_err();
+        assert!(busy.is_busy(), "{busy}");
+        // The transaction's `INCR` ran on a missing counter: not left at 1
+        // for ever, but started as a grant starts it.
+        let counter = redlease::layout::token_key(&name);
+        let value: u64 = redis::cmd("GET")
+            .arg(&counter)
+            .query(&mut server.connection())
+            .unwrap();
+        assert!(value > 1_000_000_000_000_000, "{value}");
+        let ttl = pttl(server, &counter);
+        assert!(ttl > 0, "{ttl}");
+    }
+}
+
+#[tokio::test]
 async fn a_waiter_polls_a_silent_holder_without_expiry() {
     for server in servers() {
         let client = string_client(server).await;
