@@ -10,7 +10,8 @@ Prints one JSON line on stdout and exits; diagnostics go to stderr. `hold`
 event instead: {"event": "acquired", "value": <the token under the key>,
 "at_ms": <Unix time>} once it holds `key` (or {"event": "busy"} and exit
 status 3 if it could not within `wait_ms`), then, `hold_ms` later and after
-its release, {"event": "released", "at_ms": ...}.
+its release, {"event": "releasing"} just before it and {"event": "released",
+"at_ms": ...} after it.
 
 - redis-py: `redis.asyncio` `Lock` (`r.lock(name, timeout=30)`), asyncio tasks
   on one client. Its blocking `acquire()` polls with SET NX every `sleep`
@@ -289,6 +290,7 @@ async def redis_py_hold(url, key, hold_ms, wait_ms):
     # The token it stored: uuid1().hex, as bytes.
     event(event="acquired", value=lock.local.token.decode(), at_ms=round(time.time() * 1000))
     await asyncio.sleep(hold_ms / 1000)
+    event(event="releasing")
     await lock.release()
     event(event="released", at_ms=round(time.time() * 1000))
     await r.aclose()

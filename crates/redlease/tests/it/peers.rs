@@ -68,6 +68,8 @@ enum Event {
     /// It holds the key, with this value under it.
     Acquired(Stored),
     Busy,
+    /// About to release.
+    Releasing,
     Released,
     /// It ended, with this exit status.
     Exit(Option<i32>),
@@ -104,6 +106,7 @@ impl Event {
                 _ => Event::Other(line.to_owned()),
             },
             Some("busy") => Event::Busy,
+            Some("releasing") => Event::Releasing,
             Some("released") => Event::Released,
             _ => Event::Other(line.to_owned()),
         }
@@ -248,6 +251,7 @@ fn java_hold(
     }
     send(Event::Acquired(Stored::Text(value.clone())));
     std::thread::sleep(hold);
+    send(Event::Releasing);
     let deleted: i64 = redis::Script::new(JAVA_RELEASE)
         .key(key)
         .arg(&value)
@@ -281,6 +285,13 @@ impl Holding {
         match self.expect(limit, "acquired").await {
             (Event::Acquired(value), at) => (value, at),
             (other, _) => panic!("{:?}: {other:?}, not acquired", self.peer),
+        }
+    }
+
+    async fn releasing(&mut self, limit: Duration) -> Instant {
+        match self.expect(limit, "releasing").await {
+            (Event::Releasing, at) => at,
+            (other, _) => panic!("{:?}: {other:?}, not releasing", self.peer),
         }
     }
 
@@ -342,16 +353,27 @@ async fn peer_holds_first(peer: Peer) {
         let result = lock.try_lock_for(WAIT).await;
         (result, Instant::now())
     });
-    let released_at = holding.released(HOLD + START).await;
+    let releasing_at = holding.releasing(HOLD + START).await;
+    let released_at = holding.released(START).await;
     let (guard, acquired_at) = tokio::time::timeout(WAIT + START, waiter)
         .await
         .expect("redlease still waiting")
         .unwrap();
     let guard = guard.unwrap_or_else(|e| panic!("{peer:?}: redlease waited in vain: {e}"));
+    // The peer's lines are read a little after they are written, so the
+    // waiter may be seen to acquire between "releasing" and "released";
+    // never before the release began.
     assert!(
-        acquired_at > released_at,
-        "{peer:?}: redlease acquired {:?} before the peer reported its release",
-        released_at - acquired_at
+        acquired_at > releasing_at,
+        "{peer:?}: redlease acquired {:?} before the peer began its release",
+        releasing_at - acquired_at
+    );
+    // The peer announces nothing: the waiter looks again every 100 ms
+    // instead of sleeping out the peer's 30 s lease or its own wait.
+    assert!(
+        acquired_at < released_at + Duration::from_secs(1),
+        "{peer:?}: redlease acquired {:?} after the peer's release",
+        acquired_at - released_at
     );
     eprintln!(
         "{peer:?} held first: redlease acquired {:?} after the peer's release ({:?} after it acquired)",
@@ -406,6 +428,7 @@ async fn redlease_holds_first(peer: Peer) {
     );
     let busy = client.lock(&name).try_lock().await.unwrap_err();
     assert!(busy.is_busy(), "{peer:?}: {busy}");
+    holding.releasing(START).await;
     holding.released(START).await;
     holding.exited(0).await;
     assert!(!exists(server, &name), "{peer:?} left its key");

@@ -75,7 +75,8 @@ async fn main() {
 /// `{"event": "acquired", "value": <hex>, "encoding": "hex", "at_ms": <Unix
 /// time>}` once it holds the key (the value rslock stored, 20 random bytes,
 /// in hex), or `{"event": "busy"}` and returns 3 if it could not within
-/// `wait`; then `{"event": "released", "at_ms": ...}` after the release.
+/// `wait`; then `{"event": "releasing"}` just before the release and
+/// `{"event": "released", "at_ms": ...}` after it.
 ///
 /// rslock has no bounded wait: `lock()` tries 3 times, 0..200 ms apart at
 /// random, and `acquire()` calls `lock()` forever. So `lock()` is called
@@ -105,6 +106,7 @@ async fn hold(url: &str, key: &str, hold: Duration, wait: Duration) -> i32 {
         unix_ms()
     ));
     tokio::time::sleep(hold).await;
+    event(r#""event": "releasing""#);
     lock.release().await;
     event(&format!(r#""event": "released", "at_ms": {}"#, unix_ms()));
     0
