@@ -27,7 +27,8 @@
 //! run inside Redis (read from the scripts themselves, so they cannot
 //! drift), and the few the client sends: `EVALSHA`, `SCRIPT LOAD` (after
 //! `NOSCRIPT`), the (sharded) subscriptions, `PING`, `WAIT`
-//! (`require_replicas`), `HEXISTS` (`is_held`), `EXISTS`, `CLUSTER SLOTS`
+//! (`require_replicas`), `HEXISTS` (`is_held`), `EXISTS`, the string
+//! layout's `MULTI`/`EXEC` transaction and `COMMAND INFO`, `CLUSTER SLOTS`
 //! and `PUBSUB SHARDNUMSUB` (on a cluster), and `ROLE` (under Sentinel, a
 //! new master is checked before use). The sentinels themselves are sent
 //! only `SENTINEL GET-MASTER-ADDR-BY-NAME` and `SUBSCRIBE +switch-master`.
@@ -75,6 +76,18 @@ const SENT: &[&str] = &[
     "cluster|slots",
     "pubsub|shardnumsub",
     "role",
+    // The string layout (#17): its acquire transaction, the refusal's
+    // questions, `is_held`, and the look for the server's own commands.
+    // `DELIFEQ`/`DELEX` are left out (Redis before 8.4 refuses to grant
+    // a command it does not know): without them the scripts do the work.
+    "multi",
+    "exec",
+    "set",
+    "incr",
+    "persist",
+    "pttl",
+    "get",
+    "command|info",
 ];
 
 /// Commands `inspect` sends (`layout::read` and `layout::scan`).

@@ -355,7 +355,7 @@ async fn extend_now(
             Ok(Value::Nil) => return renewed(false),
             Ok(other) => return Err(unexpected("SET IFEQ", &[other])),
             Err(e) if e.code() == Some("WRONGTYPE") => return renewed(false),
-            Err(e) if is_unknown_command(e.detail()) || e.code() == Some("ERR") => {
+            Err(e) if is_unknown_command(e.detail()) => {
                 // A server without `IFEQ` reads it as a syntax error.
                 conn.natives().set(Natives::None);
             }
@@ -410,8 +410,12 @@ fn first_refusal(e: RedisError) -> RedisError {
     }
 }
 
+/// Whether an error means the server (or the user's ACL) does not let us
+/// use its own command, so the script must do the work.
 fn is_unknown_command(detail: Option<&str>) -> bool {
-    detail.is_some_and(|d| d.contains("unknown command") || d.contains("syntax error"))
+    detail.is_some_and(|d| {
+        d.contains("unknown command") || d.contains("syntax error") || d.contains("no permissions")
+    })
 }
 
 fn unexpected(what: &str, got: &[Value]) -> RedisError {

@@ -254,3 +254,51 @@ async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix()
     latch.count_down().await.unwrap();
     assert!(waiter.await.unwrap().unwrap());
 }
+
+/// The string layout (#17) under the same rules, on Redis 7.0 (scripts)
+/// and on Valkey 9, whose `DELIFEQ` the rules do not grant (Redis 7.0
+/// would refuse to grant a command it does not know): the release falls
+/// back to the script, and the lock works.
+#[tokio::test]
+async fn a_user_from_the_acl_rules_can_run_string_layout_locks() {
+    let valkey = redlease_testkit::RedisServer::start_with(redlease_testkit::ServerOptions {
+        program: Some(redlease_testkit::valkey_server().unwrap()),
+        ..Default::default()
+    });
+    for server in [&RedisServer::start(), &valkey] {
+        create_user(server, "svc", &[PREFIX], Access::Locks);
+        let url = format!("redis://svc:pw@127.0.0.1:{}", server.port());
+        let client = || async {
+            redlease::Client::builder(&url)
+                .layout(redlease::layout::Layout::String)
+                .watchdog_timeout(Duration::from_millis(600))
+                .build()
+                .await
+                .unwrap()
+        };
+        let (a, b) = (client().await, client().await);
+        let name = unique("orders:string");
+        let held = a
+            .lock(&name)
+            .lease(Duration::from_secs(5))
+            .try_lock()
+            .await
+            .unwrap();
+        assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
+        held.extend(Duration::from_secs(6)).await.unwrap();
+        assert!(held.is_held().await.unwrap());
+        let waiter = tokio::spawn({
+            let lock = b.lock(&name);
+            async move { lock.try_lock_for(Duration::from_secs(10)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        held.unlock().await.unwrap();
+        let next = waiter.await.unwrap().unwrap();
+        // Renewed by the watchdog past a lease.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(next.is_held().await.unwrap());
+        next.unlock().await.unwrap();
+        let outside = a.lock("elsewhere:1").try_lock().await.unwrap_err();
+        assert!(outside.is_auth(), "{outside}");
+    }
+}
