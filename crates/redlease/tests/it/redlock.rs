@@ -329,3 +329,67 @@ async fn cancelled_acquires_leave_nothing_on_any_master() {
     });
     assert!(clear.await.is_some(), "a dropped guard left a master held");
 }
+
+/// Over string-layout clients (#17), a RedLock is what rslock and redsync
+/// take: a string holding the owner on each master, so it excludes their
+/// RedLocks too. A peer's `SET NX` on a majority keeps it out; on a
+/// minority it is taken on the rest and released from there only.
+#[tokio::test]
+async fn over_string_layout_clients_it_holds_strings_and_respects_peers() {
+    let servers = masters(3);
+    let mut clients = Vec::new();
+    for s in &servers {
+        let client = redlease::Client::builder(&s.url())
+            .layout(redlease::layout::Layout::String)
+            .build()
+            .await
+            .unwrap();
+        clients.push(client);
+    }
+    let name = unique("redlock-string");
+    let redlock = redlease::RedLock::new(clients, &name)
+        .unwrap()
+        .lease(Duration::from_secs(5));
+    let guard = redlock.try_lock().await.unwrap();
+    let owner = |s: &RedisServer| -> Option<String> {
+        redis::cmd("GET")
+            .arg(&name)
+            .query(&mut s.connection())
+            .unwrap()
+    };
+    let held = eventually(Duration::from_secs(2), || {
+        servers.iter().all(|s| owner(s).is_some())
+    })
+    .await;
+    assert!(held.is_some(), "a string on every master");
+    guard.unlock().await.unwrap();
+    assert!(servers.iter().all(|s| !exists(s, &name)));
+
+    // A peer's RedLock on two of three masters: a majority, so busy.
+    let peer = |s: &RedisServer| {
+        redis::cmd("SET")
+            .arg(&name)
+            .arg("peer-token")
+            .arg("NX")
+            .arg("PX")
+            .arg(30_000)
+            .exec(&mut s.connection())
+            .unwrap();
+    };
+    peer(&servers[0]);
+    peer(&servers[1]);
+    let busy = redlock.try_lock().await.unwrap_err();
+    assert!(busy.is_busy(), "{busy}");
+    assert!(
+        !exists(&servers[2], &name),
+        "the minority it got was given back"
+    );
+    // On a minority only: taken, and the peer's keys are left alone.
+    redis::cmd("DEL")
+        .arg(&name)
+        .exec(&mut servers[1].connection())
+        .unwrap();
+    let guard = redlock.try_lock().await.unwrap();
+    guard.unlock().await.unwrap();
+    assert_eq!(owner(&servers[0]).as_deref(), Some("peer-token"));
+}
