@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use plotters::coord::combinators::IntoLogRange;
+
 use plotters::prelude::*;
 
 /// One line of the chart.
@@ -151,6 +152,97 @@ fn draw_latencies(
             .draw_series(LineSeries::new(s.points.clone(), style))?
             .label(&s.name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    Ok(())
+}
+
+/// One subject's pairs per second by tasks in a `versus` panel: the median
+/// of the runs and their range.
+pub(crate) struct Spread {
+    pub(crate) name: String,
+    /// (tasks, median, lowest, highest).
+    pub(crate) points: Vec<(f64, f64, f64, f64)>,
+    /// `None` for a reference (a limit), drawn dashed in black.
+    pub(crate) color: Option<usize>,
+}
+
+/// Draws one panel per server (its title, its subjects) side by side into
+/// `path`: pairs per second by tasks, each point the median of the runs
+/// with a bar over their range.
+pub(crate) fn draw_versus(path: &Path, panels: &[(String, Vec<Spread>)]) -> Result<(), Failure> {
+    let width = 700 * panels.len().max(1) as u32;
+    let root = BitMapBackend::new(path, (width, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (area, (title, spreads)) in root
+        .split_evenly((1, panels.len().max(1)))
+        .iter()
+        .zip(panels)
+    {
+        draw_spreads(area, title, spreads)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn draw_spreads(
+    area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    title: &str,
+    spreads: &[Spread],
+) -> Result<(), Failure> {
+    // The ranges, as series, only to size the axes.
+    let bounds: Vec<Series> = spreads
+        .iter()
+        .map(|s| Series {
+            name: String::new(),
+            points: (s.points.iter())
+                .flat_map(|&(x, _, lo, hi)| [(x, lo), (x, hi)])
+                .collect(),
+            color: None,
+        })
+        .collect();
+    let x = log_range(&bounds, |p| p.0);
+    let y = log_range(&bounds, |p| p.1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x.log_scale(), y.log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("concurrent tasks on one client")
+        .y_desc("pairs per second (median, range of the runs)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| thousands(*v))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    for s in spreads {
+        let c = s.color.map_or(BLACK, color);
+        let style = ShapeStyle::from(&c).stroke_width(2);
+        let medians: Vec<(f64, f64)> = s.points.iter().map(|&(x, m, _, _)| (x, m)).collect();
+        if s.color.is_none() {
+            chart
+                .draw_series(DashedLineSeries::new(medians, 8, 6, style))?
+                .label(&s.name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(medians.clone(), style))?
+            .label(&s.name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+        chart.draw_series(medians.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+        chart.draw_series(
+            (s.points.iter())
+                .map(|&(x, m, lo, hi)| ErrorBar::new_vertical(x, lo, m, hi, style, 10)),
+        )?;
     }
     chart
         .configure_series_labels()

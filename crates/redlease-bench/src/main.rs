@@ -162,7 +162,10 @@ async fn measure(plan: Vec<Measurement>) {
                 compare::run(&server, &plan).await;
             }
             Measurement::Versus(plan) => {
-                versus::run(&server, &plan, &workspace().join(peer::MANIFEST)).await;
+                let chart_dir = workspace().join("target/bench");
+                std::fs::create_dir_all(&chart_dir).expect("create target/bench");
+                let manifest = workspace().join(peer::MANIFEST);
+                versus::run(&server, &plan, &manifest, Some(&chart_dir)).await;
             }
             Measurement::Scriptcost { pairs, runs } => scriptcost::run(&server, pairs, runs),
             Measurement::Throughput(run) => {

@@ -22,6 +22,7 @@ use std::time::Duration;
 use redlease::layout::Layout;
 use redlease_testkit::{RedisServer, ServerOptions};
 
+use crate::chart::{self, Spread};
 use crate::cluster::{median, spread};
 use crate::compare::{self, verdict};
 use crate::peer::{self, Pairs, Peer};
@@ -56,7 +57,12 @@ impl Subject {
     }
 }
 
-pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
+pub(crate) async fn run(
+    server: &RedisServer,
+    plan: &Plan,
+    manifest: &Path,
+    chart_dir: Option<&Path>,
+) {
     let rslock = match peer::load(manifest).and_then(|peers| {
         peers
             .into_iter()
@@ -77,6 +83,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
     let cells = measure(server, plan, &rslock, &redis).await;
     let version = server_version(server);
     print(plan, &rslock.version, &version, &redis, &cells, None);
+    let mut panels = vec![(format!("on {version}"), spreads(plan, &redis, &cells, None))];
     let valkey = match redlease_testkit::valkey_server() {
         Ok(program) => RedisServer::start_with(ServerOptions {
             program: Some(program),
@@ -84,6 +91,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
         }),
         Err(why) => {
             println!("Versus rslock on Valkey 9: not measured ({why}).\n");
+            draw(chart_dir, &panels);
             return;
         }
     };
@@ -104,6 +112,63 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path) {
         &cells,
         Some(&limits),
     );
+    panels.push((
+        format!("on {version}"),
+        spreads(plan, &subjects, &cells, Some(&limits)),
+    ));
+    draw(chart_dir, &panels);
+}
+
+/// Draws `versus.png` into `dir`, if given.
+fn draw(dir: Option<&Path>, panels: &[(String, Vec<Spread>)]) {
+    let Some(dir) = dir else { return };
+    let path = dir.join("versus.png");
+    match chart::draw_versus(&path, panels) {
+        Ok(()) => eprintln!("drew {}", path.display()),
+        Err(e) => eprintln!("cannot draw {}: {e}", path.display()),
+    }
+}
+
+/// Each subject's pairs/s by tasks, median and range of the runs, for the
+/// chart; the limit (if any) as a reference.
+fn spreads(
+    plan: &Plan,
+    subjects: &[Subject],
+    cells: &Cells,
+    limits: Option<&[f64]>,
+) -> Vec<Spread> {
+    let mut out: Vec<Spread> = subjects
+        .iter()
+        .enumerate()
+        .map(|(i, subject)| Spread {
+            name: subject.label().to_owned(),
+            points: (plan.tasks.iter().zip(cells))
+                .filter_map(|(&n, runs)| {
+                    let rates: Vec<f64> = runs.iter().filter_map(|r| Some(r[i]?.per_sec)).collect();
+                    let lo = rates.iter().copied().reduce(f64::min)?;
+                    let hi = rates.iter().copied().reduce(f64::max)?;
+                    Some((n as f64, median(&rates), lo, hi))
+                })
+                .collect(),
+            // As on the comparison chart: Redisson's layout 0, the string
+            // layout 2, rslock (the first peer) 3.
+            color: Some(match subject {
+                Subject::Redlease(Layout::String) => 2,
+                Subject::Redlease(_) => 0,
+                Subject::Rslock => 3,
+            }),
+        })
+        .collect();
+    if let Some(limits) = limits {
+        out.push(Spread {
+            name: "limit: SET NX PX + DELIFEQ, redis-benchmark -c 1 -P N".to_owned(),
+            points: (plan.tasks.iter().zip(limits))
+                .map(|(&n, &l)| (n as f64, l, l, l))
+                .collect(),
+            color: None,
+        });
+    }
+    out
 }
 
 /// `[row][run][subject]`: every subject's pairs, `None` where it failed.
