@@ -87,7 +87,7 @@ impl Error {
     pub(crate) fn busy(key: &str, waited: Duration) -> Error {
         let mut e = Error::new(
             ErrorKind::Busy,
-            format!("lock {key:?} is busy (waited {waited:?})"),
+            format!("lock {} is busy (waited {})", quoted(key), human(waited)),
         );
         e.inner.key = Some(key.to_owned());
         e.inner.waited = Some(waited);
@@ -97,7 +97,10 @@ impl Error {
     pub(crate) fn not_owner(key: &str) -> Error {
         Error::new(
             ErrorKind::NotOwner,
-            format!("lock {key:?} is not held by this guard (it expired, was released or was taken over)"),
+            format!(
+                "lock {} is not held by this guard (it expired, was released or was taken over)",
+                quoted(key)
+            ),
         )
         .with_key(key)
     }
@@ -107,13 +110,16 @@ impl Error {
             ErrorKind::NotReplicated,
             if acked >= i64::from(required) {
                 format!(
-                    "lock {key:?} was acquired on the master but its replicas acknowledged it \
-                     only after its lease ran out, so it was released"
+                    "lock {} was acquired on the master but its replicas acknowledged it \
+                     only after its lease ran out, so it was released",
+                    quoted(key)
                 )
             } else {
                 format!(
-                    "lock {key:?} was acquired on the master but only {acked} of {required} \
-                     replicas acknowledged it within {wait:?}, so it was released"
+                    "lock {} was acquired on the master but only {acked} of {required} \
+                     replicas acknowledged it within {}, so it was released",
+                    quoted(key),
+                    human(wait)
                 )
             },
         )
@@ -147,8 +153,9 @@ impl Error {
             // refused (Redis 7.0); the lock's name tells the operator
             // which prefix to grant.
             self.inner.message = format!(
-                "{} (grant the user the rules `redlease acl --prefix PREFIX` prints for a prefix of {key:?})",
-                self.inner.message
+                "{} (grant the user the rules `redlease acl --prefix PREFIX` prints for a prefix of {})",
+                self.inner.message,
+                quoted(key)
             );
         }
         self.inner.key = Some(key.to_owned());
@@ -292,7 +299,7 @@ impl From<redis::RedisError> for Error {
         };
         let message = match kind {
             ErrorKind::WrongType => "lock key holds a value that is not a lock".to_owned(),
-            ErrorKind::Auth => format!("redis refused access: {err}"),
+            ErrorKind::Auth => auth_message(&err),
             ErrorKind::ReadOnly => {
                 "redis server is a read-only replica; locks must be taken on the master".to_owned()
             }
@@ -305,6 +312,70 @@ impl From<redis::RedisError> for Error {
         e.inner.source = Some(err);
         e
     }
+}
+
+/// An authentication error in one wording whichever way it came (the
+/// `AUTH`/`HELLO` reply, redis-rs's own check, a cluster node's refusal
+/// inside a connection error), saying what to fix; an ACL denial keeps
+/// the server's text, which names the command.
+fn auth_message(err: &redis::RedisError) -> String {
+    let text = err.to_string();
+    let code = err.code();
+    if err.kind() == redis::ErrorKind::AuthenticationFailed
+        || code == Some("WRONGPASS")
+        || text.contains("WRONGPASS")
+    {
+        "authentication failed: wrong username or password".to_owned()
+    } else if code == Some("NOAUTH") || text.contains("NOAUTH") {
+        "authentication required: the server needs a password".to_owned()
+    } else {
+        format!("redis refused access: {err}")
+    }
+}
+
+/// A duration for people: `0.2ms`, `302ms`, `1.5s`, `3m12s`, `2h05m`;
+/// rounded down, since it reports how long something took or may take.
+/// ([`Error::waited`] keeps the exact one.)
+pub(crate) fn human(d: Duration) -> String {
+    let micros = d.as_micros();
+    match micros {
+        0 if d.is_zero() => "0s".to_owned(),
+        0..100 => format!("{micros}\u{b5}s"),
+        100..1_000 => format!("0.{}ms", micros / 100),
+        1_000..1_000_000 => format!("{}ms", micros / 1_000),
+        1_000_000..60_000_000 => match micros / 100_000 {
+            tenths if tenths % 10 == 0 => format!("{}s", tenths / 10),
+            tenths => format!("{}.{}s", tenths / 10, tenths % 10),
+        },
+        _ => {
+            let secs = d.as_secs();
+            match secs {
+                0..3_600 => format!("{}m{:02}s", secs / 60, secs % 60),
+                _ => format!("{}h{:02}m", secs / 3_600, secs % 3_600 / 60),
+            }
+        }
+    }
+}
+
+/// How long a key may be before messages show only its start.
+const SHOWN_KEY: usize = 64;
+
+/// A key quoted for a message, bounded: a whole payload interpolated into
+/// a key must not flood a log. A long one shows its first bytes and its
+/// length: `"aaaa…" (10240 bytes)`.
+pub(crate) fn quoted(key: &str) -> String {
+    if key.len() <= SHOWN_KEY {
+        return format!("{key:?}");
+    }
+    let mut end = SHOWN_KEY;
+    while !key.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "\"{}\u{2026}\" ({} bytes)",
+        key[..end].escape_debug(),
+        key.len()
+    )
 }
 
 /// Whether a script's error is the server refusing this user a command,
@@ -358,6 +429,47 @@ mod tests {
         assert_eq!(e.key(), Some("orders:1"));
         assert_eq!(e.waited(), Some(Duration::from_millis(250)));
         assert_eq!(e.to_string(), "lock \"orders:1\" is busy (waited 250ms)");
+    }
+
+    #[test]
+    fn busy_waits_read_as_people_write_them() {
+        let waited = |d: Duration| Error::busy("k", d).to_string();
+        assert_eq!(
+            waited(Duration::from_nanos(233_632)),
+            "lock \"k\" is busy (waited 0.2ms)"
+        );
+        assert_eq!(
+            waited(Duration::from_nanos(302_368_643)),
+            "lock \"k\" is busy (waited 302ms)"
+        );
+        assert_eq!(
+            waited(Duration::from_millis(1_500)),
+            "lock \"k\" is busy (waited 1.5s)"
+        );
+        assert_eq!(
+            waited(Duration::from_secs(2)),
+            "lock \"k\" is busy (waited 2s)"
+        );
+        assert_eq!(
+            waited(Duration::from_secs(192)),
+            "lock \"k\" is busy (waited 3m12s)"
+        );
+        // The exact wait stays available to code.
+        let e = Error::busy("k", Duration::from_nanos(233_632));
+        assert_eq!(e.waited(), Some(Duration::from_nanos(233_632)));
+        assert_eq!(human(Duration::ZERO), "0s");
+        assert_eq!(human(Duration::from_micros(40)), "40\u{b5}s");
+    }
+
+    #[test]
+    fn long_keys_are_quoted_by_their_start_and_length() {
+        let key = "a".repeat(10_240);
+        let message = Error::busy(&key, Duration::from_millis(5)).to_string();
+        let shown = format!("\"{}\u{2026}\" (10240 bytes)", "a".repeat(SHOWN_KEY));
+        assert_eq!(message, format!("lock {shown} is busy (waited 5ms)"));
+        // A cut never splits a character.
+        assert!(quoted(&"\u{e9}".repeat(100)).contains("\u{e9}\u{2026}\" (200 bytes)"));
+        assert_eq!(quoted("orders:1"), "\"orders:1\"");
     }
 
     #[test]

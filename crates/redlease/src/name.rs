@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::error::{Error, human};
 
 use redlease_grammar::limits::MAX_LEASE;
 /// The longest lock name accepted, in bytes. Redis allows much longer keys,
@@ -31,12 +31,14 @@ pub(crate) fn validate(name: &str) -> Result<(), Error> {
 pub(crate) fn lease_millis(what: &str, lease: Duration) -> Result<u64, Error> {
     if lease < Duration::from_millis(1) {
         return Err(Error::invalid(format!(
-            "{what} must be at least 1ms, but found {lease:?}"
+            "{what} must be at least 1ms, but found {}",
+            human(lease)
         )));
     }
     if lease > MAX_LEASE {
         return Err(Error::invalid(format!(
-            "{what} must be at most 100 years, but found {lease:?}"
+            "{what} must be at most 100 years, but found {}",
+            human(lease)
         )));
     }
     // Round up so a lease is never shorter on the server than the caller
@@ -66,6 +68,13 @@ mod tests {
             lease_millis("lease", Duration::ZERO)
                 .unwrap_err()
                 .is_invalid_argument()
+        );
+        // Written as people write it, not `0ns`.
+        assert_eq!(
+            lease_millis("lease", Duration::ZERO)
+                .unwrap_err()
+                .to_string(),
+            "lease must be at least 1ms, but found 0s"
         );
         assert!(lease_millis("lease", Duration::from_micros(999)).is_err());
         assert_eq!(

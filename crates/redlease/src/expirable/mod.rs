@@ -470,7 +470,9 @@ impl ExpirableSemaphore {
 /// A busy error in a semaphore's words.
 fn busy(name: &str, waited: Duration) -> Error {
     Error::busy(name, waited).reworded(format!(
-        "semaphore {name:?} has no free permit (waited {waited:?})"
+        "semaphore {} has no free permit (waited {})",
+        crate::error::quoted(name),
+        crate::error::human(waited)
     ))
 }
 

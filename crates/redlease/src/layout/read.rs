@@ -195,7 +195,7 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
         pipe.cmd("GET").arg(token_key(name));
         pipe.cmd("LLEN").arg(queue_key(name));
     }
-    let replies = conn.query_each(&pipe).await?;
+    let replies = each(conn, &pipe).await?;
     for (state, r) in states.iter_mut().zip(replies.chunks_exact(5)) {
         state.key_type = get(&r[0]).unwrap_or_default();
         state.pttl_ms = get(&r[1]).unwrap_or(-2);
@@ -250,12 +250,12 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
             false => pipe.cmd("PING"),
         };
     }
-    let replies = conn.query_each(&pipe).await?;
+    let replies = each(conn, &pipe).await?;
     let mut queues = Vec::new();
     let mut past = Vec::new();
     for (state, r) in states.iter_mut().zip(replies.chunks_exact(6)) {
         if small_hash(state) {
-            if let Some(fields) = get(&r[0]) {
+            if let Some(fields) = get::<Vec<(Vec<u8>, Vec<u8>)>>(&r[0]) {
                 set_fields(state, fields);
             }
         } else if state.key_type == "string" {
@@ -297,11 +297,7 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
             pipe.cmd("PTTL").arg(key);
         }
     }
-    let mut scores = match pipe.is_empty() {
-        true => Vec::new(),
-        false => conn.query_each(&pipe).await?,
-    }
-    .into_iter();
+    let mut scores = each(conn, &pipe).await?.into_iter();
     for ((state, queue), mut past) in states.iter_mut().zip(queues).zip(past) {
         for owner in queue {
             let deadline = scores.next().and_then(|s| get::<f64>(&s));
@@ -327,6 +323,19 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
         }
     }
     Ok(states)
+}
+
+/// The replies to `pipe`'s commands, each on its own; none for an empty
+/// pipeline, which is never sent: redis-rs refuses one ("empty command"),
+/// and nothing to read is a normal answer (issue #18).
+async fn each(
+    conn: &Connection,
+    pipe: &redis::Pipeline,
+) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
+    match pipe.is_empty() {
+        true => Ok(Vec::new()),
+        false => conn.query_each(pipe).await,
+    }
 }
 
 /// The readers of a read-write lock whose hold count was read, with the
@@ -388,9 +397,13 @@ fn small_hash(state: &LockState) -> bool {
     state.key_type == "hash" && state.field_count <= MAX_FIELDS
 }
 
-/// Sorts a hash's fields into `mode` and holders.
-fn set_fields(state: &mut LockState, fields: Vec<(String, String)>) {
+/// Sorts a hash's fields into `mode` and holders. A field or value that
+/// is not UTF-8 (written by another client) is kept escaped as string
+/// values are, so the lock still shows, with its bytes told apart.
+fn set_fields(state: &mut LockState, fields: Vec<(Vec<u8>, Vec<u8>)>) {
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap_or_else(|e| escape(e.as_bytes()));
     for (field, value) in fields {
+        let (field, value) = (text(field), text(value));
         if field == "mode" {
             state.mode = Some(value);
         } else {
@@ -468,6 +481,16 @@ mod tests {
         assert_eq!(state.mode.as_deref(), Some("read"));
         assert_eq!(state.holders.len(), 1);
         assert_eq!(state.field_count, 2);
+    }
+
+    #[test]
+    fn fields_that_are_not_utf8_are_kept_escaped() {
+        let mut state = LockState::absent("k");
+        state.key_type = "hash".to_owned();
+        set_fields(&mut state, vec![(b"\xff\xfeab:1".to_vec(), b"1".to_vec())]);
+        assert_eq!(state.holders.len(), 1);
+        assert_eq!(state.holders[0].field, "\\xff\\xfeab:1");
+        assert_eq!(state.holders[0].count(), Some(1));
     }
 
     /// States built with raw commands, as Redisson writes them, on a real
