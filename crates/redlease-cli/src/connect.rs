@@ -176,10 +176,16 @@ impl Target {
         Ok(Plain::Cluster(conn))
     }
 
-    /// A connection failure, as a message naming the redacted URL.
+    /// A connection failure, as a message naming the redacted URL; for a
+    /// password refused or missing, where to fix it.
     fn failed(&self, e: &dyn std::fmt::Display) -> String {
+        let e = e.to_string();
+        let hint = match e.starts_with("authentication ") {
+            true => " (check the URL or REDIS_URL)",
+            false => "",
+        };
         self.scrub(&format!(
-            "cannot connect to redis at {}: {e}",
+            "cannot connect to redis at {}: {e}{hint}",
             self.redacted()
         ))
     }
@@ -223,7 +229,10 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 /// What to add to an error of `inspect` or `unlock --force`: when the
 /// server refused the user, which rules it lacks.
 pub(crate) fn admin_hint(e: &redlease::Error) -> &'static str {
-    if e.is_auth() {
+    // A password refused or missing is the URL's to fix, not the rules'.
+    if e.is_auth() && e.to_string().starts_with("authentication ") {
+        " (check the URL or REDIS_URL)"
+    } else if e.is_auth() {
         " (inspect and unlock --force need the operators' rules: redlease acl --admin --prefix PREFIX)"
     } else {
         ""

@@ -18,7 +18,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod acl;
 mod audit;
@@ -47,8 +47,11 @@ struct Cli {
     /// `rediss-cluster://` for TLS. A master under Sentinel:
     /// `redis-sentinel://[user:password@]host:port[,host:port...][/db]#name`
     /// (the password is the master's), or `rediss-sentinel://` for TLS.
-    /// Defaults to redis://127.0.0.1:6379. The password is never printed.
-    #[arg(long, env = "REDIS_URL", global = true, hide_env_values = true)]
+    /// Defaults to REDIS_URL, else redis://127.0.0.1:6379. The password is
+    /// never printed.
+    // REDIS_URL is read by `main`, not by clap: clap would count it as
+    // given and print `--url <URL>` in every usage error (issue #18).
+    #[arg(long, global = true)]
     url: Option<String>,
     #[command(flatten)]
     tls: connect::TlsArgs,
@@ -93,7 +96,10 @@ exit codes:
        cannot be read";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -104,7 +110,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let url = cli.url;
+    let url = cli.url.or_else(|| {
+        std::env::var("REDIS_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+    });
     let sentinel = cli.sentinel_password;
     // Read before anything connects, and only by the commands that do.
     let tls = match &cli.command {
@@ -201,9 +211,7 @@ fn check_tls_url(
 /// its usage line) and returns clap's exit code for it, 2: for checks that
 /// depend on more than one argument or on the environment.
 pub(crate) fn usage_error(subcommand: &str, message: String) -> ExitCode {
-    let mut cli = Cli::command();
-    // Names the subcommands `redlease <name>` for their usage lines.
-    cli.build();
+    let mut cli = command();
     let command = match cli.find_subcommand_mut(subcommand) {
         Some(command) => command,
         None => &mut cli,
@@ -211,6 +219,25 @@ pub(crate) fn usage_error(subcommand: &str, message: String) -> ExitCode {
     let error = command.error(clap::error::ErrorKind::ArgumentConflict, message);
     let _ = error.print();
     ExitCode::from(2)
+}
+
+/// The command line, built (which names the subcommands `redlease <name>`
+/// for their usage lines), without the connection options on the
+/// subcommands that connect to nothing: they would only be ignored there.
+fn command() -> clap::Command {
+    let mut cli = Cli::command();
+    // Hidden copies first: clap gives a subcommand the global options it
+    // does not define itself.
+    let hidden: Vec<clap::Arg> = cli
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    for name in ["audit", "acl"] {
+        cli = cli.mut_subcommand(name, |sub| sub.args(hidden.iter().cloned()));
+    }
+    cli.build();
+    cli
 }
 
 /// The URL to use for commands that talk to an existing Redis.

@@ -184,6 +184,11 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
                 .to_owned(),
         );
     }
+    // Known bad without a server: said as the other usage errors are,
+    // before connecting (issue #18).
+    if let Some(message) = args.invalid() {
+        return crate::usage_error("run", message);
+    }
     // Caught before anything else: from here on a signal is ours to handle,
     // so a lock being acquired or held is always let go.
     let mut caught = match Caught::new() {
@@ -250,11 +255,64 @@ impl RunArgs {
     /// What CMD runs under, for messages: `lock "k"` or `semaphore "s"`.
     fn what(&self) -> String {
         match (&self.key[..], &self.semaphore) {
-            (_, Some(name)) => format!("a permit of semaphore {name:?}"),
-            ([key], None) => format!("lock {key:?}"),
-            (keys, None) => format!("locks {keys:?}"),
+            (_, Some(name)) => format!("a permit of semaphore {}", quoted(name)),
+            ([key], None) => format!("lock {}", quoted(key)),
+            (keys, None) => format!("locks [{}]", listed(keys)),
         }
     }
+
+    /// What the library would refuse before sending anything: an empty
+    /// name, one over the length limit, a zero lease.
+    fn invalid(&self) -> Option<String> {
+        let names = self.key.iter().map(|k| ("--key", k));
+        let names = names.chain(self.semaphore.iter().map(|s| ("--semaphore", s)));
+        for (option, name) in names {
+            if name.is_empty() {
+                return Some(format!("{option} must not be empty"));
+            }
+            if name.len() > redlease::MAX_NAME_LEN {
+                return Some(format!(
+                    "{option} {} is too long: at most {} bytes are allowed",
+                    quoted(name),
+                    redlease::MAX_NAME_LEN
+                ));
+            }
+        }
+        // The grammar's smallest unit is 1ms, so below it is only zero.
+        match self.lease {
+            Some(lease) if lease.is_zero() => {
+                Some("--lease must be at least 1ms, but found 0s".to_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How long a name may be before messages show only its start.
+const SHOWN_NAME: usize = 64;
+
+/// A name quoted for a message, bounded as the library's messages bound
+/// it: a whole payload in a key must not flood the terminal. A long one
+/// shows its first bytes and its length: `"aaaa…" (10240 bytes)`.
+fn quoted(name: &str) -> String {
+    if name.len() <= SHOWN_NAME {
+        return format!("{name:?}");
+    }
+    let mut end = SHOWN_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "\"{}\u{2026}\" ({} bytes)",
+        name[..end].escape_debug(),
+        name.len()
+    )
+}
+
+/// Names quoted and comma-separated, as a list in a message.
+fn listed(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| quoted(n)).collect();
+    quoted.join(", ")
 }
 
 /// What CMD runs under: a lock, or a semaphore's permit.
@@ -415,12 +473,16 @@ async fn supervise(
 /// what the caller wants to see, and the lease frees the lock.
 async fn release(target: &Target, held: Held, lost: bool) -> bool {
     let what = match &held {
-        Held::Lock(guard) => format!("lock {:?}", guard.name()),
+        Held::Lock(guard) => format!("lock {}", quoted(guard.name())),
         Held::Locks(guard) => {
-            let keys: Vec<&str> = guard.guards().iter().map(LockGuard::name).collect();
-            format!("locks {keys:?}")
+            let keys: Vec<String> = guard.guards().iter().map(|g| g.name().to_owned()).collect();
+            format!("locks [{}]", listed(&keys))
         }
-        Held::Permit(permit) => format!("permit {} of semaphore {:?}", permit.id(), permit.name()),
+        Held::Permit(permit) => format!(
+            "permit {} of semaphore {}",
+            permit.id(),
+            quoted(permit.name())
+        ),
     };
     match held.release().await {
         Ok(()) => true,

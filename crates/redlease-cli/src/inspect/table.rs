@@ -58,14 +58,30 @@ pub(crate) fn render(report: &Report) -> String {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "\n{} lock key(s), {} with problems, {} key(s) scanned matching {:?}",
-        report.locks().len(),
-        with_problems.len(),
-        report.scan.keys_seen,
-        report.pattern
-    );
+    if report.scan.keys_seen == 0 {
+        // Nothing matched: a normal answer, said in words rather than
+        // as a row of zeros under an empty table (issue #18).
+        let _ = writeln!(
+            out,
+            "no key matches {:?}{}",
+            report.pattern,
+            match report.scan.cursor {
+                0 => "",
+                _ => " in this part of the keyspace",
+            }
+        );
+    } else {
+        // A blank line after the table or the problems, none before.
+        let gap = if out.is_empty() { "" } else { "\n" };
+        let _ = writeln!(
+            out,
+            "{gap}{} lock key(s), {} with problems, {} key(s) scanned matching {:?}",
+            report.locks().len(),
+            with_problems.len(),
+            report.scan.keys_seen,
+            report.pattern
+        );
+    }
     if report.not_locks_skipped > 0 {
         let _ = writeln!(
             out,

@@ -588,3 +588,39 @@ fn json_shows_the_lock_family() {
     assert_eq!(xsem["permits"][0]["expires_in_ms"], Value::Null);
     assert_eq!(lock("fam:counter")["kind"], "counter");
 }
+
+/// A lock hash whose owner field is not UTF-8 (written by another client)
+/// is still a lock, its owner shown escaped as string-layout owners are,
+/// not an error or a wrong_type (issue #18).
+#[test]
+fn an_owner_that_is_not_utf8_shows_escaped() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let _: () = redis::cmd("HSET")
+        .arg("lock:bytes")
+        .arg(b"\xff\xfeab:1".as_slice())
+        .arg("1")
+        .query(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("PEXPIRE")
+        .arg("lock:bytes")
+        .arg(60_000)
+        .query(&mut conn)
+        .unwrap();
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--pattern", "lock:*"]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = table.lines().find(|l| l.starts_with("lock:bytes")).unwrap();
+    assert!(row.contains(r"\xff\xfeab:1 x1"), "{table}");
+    assert!(!table.contains("wrong_type"), "{table}");
+    let out = output(
+        redlease(&server.url()).args(["inspect", "--pattern", "lock:*", "--json"]),
+        LIMIT,
+    );
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let owner = &report["locks"][0]["owners"][0];
+    assert_eq!(owner["field"].as_str(), Some(r"\xff\xfeab:1"), "{report}");
+}

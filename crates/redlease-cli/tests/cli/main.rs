@@ -2,11 +2,15 @@
 
 mod acl;
 mod audit;
+mod authentication;
+mod busy_message;
 mod cluster;
 mod demo;
 mod inspect;
+mod nothing_matched;
 mod run;
 mod sentinel;
 mod support;
 mod tls;
 mod unlock;
+mod usage_without_a_server;

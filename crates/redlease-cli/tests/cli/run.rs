@@ -523,7 +523,8 @@ fn acl_user_and_password_in_the_url() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("refused access") && !err.contains("wrong-pw"),
+        err.contains("authentication failed: wrong username or password")
+            && !err.contains("wrong-pw"),
         "{err}"
     );
 }
