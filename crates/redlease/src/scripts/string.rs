@@ -206,9 +206,9 @@ async fn acquire_now(
         Value::Nil => {
             // The `INCR` ran all the same. On a counter that was missing it
             // wrote 1, with no time to live: start it from the clock, with
-            // its time to live, as a grant would have.
-            // A counter `FENCE` cannot use either is the next grant's error
-            // to report; this is a refusal.
+            // its time to live, as a grant would have. (A counter `FENCE`
+            // cannot use is the next grant's error to report, not this
+            // refusal's.)
             if !matches!(incr, Value::Int(token) if token >= CLOCK_FLOOR)
                 && let Err(e) = conn
                     .run::<i64>(&fence_script(counter, fencing_ttl_ms))
@@ -387,10 +387,13 @@ async fn detect(conn: &Connection) -> Natives {
         Ok(_) => Natives::None,
         // A server that refuses `COMMAND` (an ACL user without it) gets
         // the scripts, which every server runs.
-        Err(e) => {
-            tracing::debug!(error = %e, "COMMAND INFO failed; string locks use scripts");
+        Err(e) if e.code().is_some() => {
+            tracing::debug!(error = %e, "COMMAND INFO refused; string locks use scripts");
             Natives::None
         }
+        // No answer (a lost connection): the scripts this time, and the
+        // question again next time.
+        Err(_) => return Natives::None,
     };
     conn.natives().set(found);
     found

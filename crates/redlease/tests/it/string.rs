@@ -100,6 +100,32 @@ async fn fencing_tokens_increase_across_layouts_on_one_counter() {
 }
 
 #[tokio::test]
+async fn with_redisson_fenced_interop_the_counter_never_expires() {
+    for server in servers() {
+        let client = Client::builder(&server.url())
+            .layout(Layout::String)
+            .redisson_fenced_interop(true)
+            .build()
+            .await
+            .unwrap();
+        let name = unique("string-interop-counter");
+        let counter = redlease::layout::token_key(&name);
+        // A counter Redisson's `RFencedLock` left with a time to live.
+        let _: () = redis::cmd("SET")
+            .arg(&counter)
+            .arg(2_000_000_000_000_000_u64)
+            .arg("PX")
+            .arg(60_000)
+            .query(&mut server.connection())
+            .unwrap();
+        let guard = client.lock(&name).try_lock().await.unwrap();
+        assert_eq!(guard.fencing_token(), 2_000_000_000_000_001);
+        assert_eq!(pttl(server, &counter), -1, "persisted in the transaction");
+        guard.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_release_never_deletes_another_owners_value() {
     for server in servers() {
         let client = string_client(server).await;
