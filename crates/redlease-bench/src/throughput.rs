@@ -121,7 +121,7 @@ pub(crate) enum Limit {
     NativeString,
 }
 
-/// [`reference`] for the calls `limit` names.
+/// [`reference()`] for the calls `limit` names.
 pub(crate) fn reference_of(
     limit: Limit,
     server: &RedisServer,
