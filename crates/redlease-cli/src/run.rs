@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use redlease::{Error, Lock, LockGuard, LostReason, MultiGuard, PermitGuard};
+use redlease_grammar::limits::quoted;
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
@@ -286,27 +287,6 @@ impl RunArgs {
             _ => None,
         }
     }
-}
-
-/// How long a name may be before messages show only its start.
-const SHOWN_NAME: usize = 64;
-
-/// A name quoted for a message, bounded as the library's messages bound
-/// it: a whole payload in a key must not flood the terminal. A long one
-/// shows its first bytes and its length: `"aaaa…" (10240 bytes)`.
-fn quoted(name: &str) -> String {
-    if name.len() <= SHOWN_NAME {
-        return format!("{name:?}");
-    }
-    let mut end = SHOWN_NAME;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "\"{}\u{2026}\" ({} bytes)",
-        name[..end].escape_debug(),
-        name.len()
-    )
 }
 
 /// Names quoted and comma-separated, as a list in a message.

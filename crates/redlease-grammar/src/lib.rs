@@ -7,7 +7,8 @@
 //! * [`key`]: key templates, `"orders:{order.id}:{line:>04}"`.
 //! * [`args`]: the attribute's argument list, with spanned errors.
 //! * [`limits`]: the numbers the core enforces (longest lease, default
-//!   watchdog timeout, longest name).
+//!   watchdog timeout, longest name), and how a long name is quoted in
+//!   messages.
 //!
 //! `key` and `args` need the default `parse` feature (`syn`, `proc-macro2`,
 //! `quote`, `unicode-ident`); without it the crate is `duration` and

@@ -22,9 +22,41 @@ pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
 /// renewal.
 pub const MAX_NAME_LEN: usize = 1024;
 
+/// How long a name may be before messages show only its start.
+pub const SHOWN_NAME_LEN: usize = 64;
+
+/// A name quoted for a message, bounded: a whole payload interpolated into
+/// a key must not flood a log or a terminal. A long one shows its first
+/// bytes (cut on a character boundary) and its length:
+/// `"aaaa…" (10240 bytes)`. Shared by the core's errors and the command
+/// line's, so both read the same.
+pub fn quoted(name: &str) -> String {
+    if name.len() <= SHOWN_NAME_LEN {
+        return format!("{name:?}");
+    }
+    let mut end = SHOWN_NAME_LEN;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "\"{}\u{2026}\" ({} bytes)",
+        name[..end].escape_debug(),
+        name.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_quoted_by_their_start_and_length() {
+        assert_eq!(quoted("orders:1"), "\"orders:1\"");
+        let long = "é".repeat(600);
+        let shown = quoted(&long);
+        assert!(shown.ends_with("\u{2026}\" (1200 bytes)"), "{shown}");
+        assert_eq!(shown.chars().filter(|c| *c == 'é').count(), 32);
+    }
 
     #[test]
     fn values_the_core_used_before_they_moved_here() {

@@ -321,6 +321,14 @@ impl From<redis::RedisError> for Error {
 fn auth_message(err: &redis::RedisError) -> String {
     let text = err.to_string();
     let code = err.code();
+    // Our own refusal with its context (the sentinels, which have
+    // credentials of their own), not a server's reply: the context says
+    // what to fix.
+    if let (redis::ErrorKind::AuthenticationFailed, None, Some(detail)) =
+        (err.kind(), code, err.detail())
+    {
+        return format!("authentication failed: {detail}");
+    }
     if err.kind() == redis::ErrorKind::AuthenticationFailed
         || code == Some("WRONGPASS")
         || text.contains("WRONGPASS")
@@ -357,26 +365,8 @@ pub(crate) fn human(d: Duration) -> String {
     }
 }
 
-/// How long a key may be before messages show only its start.
-const SHOWN_KEY: usize = 64;
-
-/// A key quoted for a message, bounded: a whole payload interpolated into
-/// a key must not flood a log. A long one shows its first bytes and its
-/// length: `"aaaa…" (10240 bytes)`.
-pub(crate) fn quoted(key: &str) -> String {
-    if key.len() <= SHOWN_KEY {
-        return format!("{key:?}");
-    }
-    let mut end = SHOWN_KEY;
-    while !key.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "\"{}\u{2026}\" ({} bytes)",
-        key[..end].escape_debug(),
-        key.len()
-    )
-}
+/// A key quoted for a message, bounded as the command line bounds it.
+pub(crate) use redlease_grammar::limits::quoted;
 
 /// Whether a script's error is the server refusing this user a command,
 /// key or channel the script uses.
@@ -465,11 +455,8 @@ mod tests {
     fn long_keys_are_quoted_by_their_start_and_length() {
         let key = "a".repeat(10_240);
         let message = Error::busy(&key, Duration::from_millis(5)).to_string();
-        let shown = format!("\"{}\u{2026}\" (10240 bytes)", "a".repeat(SHOWN_KEY));
+        let shown = format!("\"{}\u{2026}\" (10240 bytes)", "a".repeat(64));
         assert_eq!(message, format!("lock {shown} is busy (waited 5ms)"));
-        // A cut never splits a character.
-        assert!(quoted(&"\u{e9}".repeat(100)).contains("\u{e9}\u{2026}\" (200 bytes)"));
-        assert_eq!(quoted("orders:1"), "\"orders:1\"");
     }
 
     #[test]
