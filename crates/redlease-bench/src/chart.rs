@@ -79,47 +79,21 @@ fn draw_pairs(
     area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
     series: &[Series],
 ) -> Result<(), Failure> {
-    let x = log_range(series, |p| p.0);
-    let y = log_range(series, |p| p.1);
-    let mut chart = ChartBuilder::on(area)
-        .caption("uncontended lock+unlock pairs/s", ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x.log_scale(), y.log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("concurrent tasks on one client")
-        .y_desc("pairs per second")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| thousands(*v))
-        .label_style(("sans-serif", 15))
-        .draw()?;
-    for s in series {
-        let c = s.color.map_or(BLACK, color);
-        let style = ShapeStyle::from(&c).stroke_width(2);
-        if s.color.is_none() {
-            chart
-                .draw_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
-        } else {
-            chart
-                .draw_series(LineSeries::new(s.points.clone(), style))?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
-            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
-        }
-    }
-    chart
-        .configure_series_labels()
+    let spreads: Vec<Spread> = series
+        .iter()
+        .map(|s| Spread {
+            name: s.name.clone(),
+            points: s.points.iter().map(|&(x, y)| (x, y, y, y)).collect(),
+            color: s.color,
+        })
+        .collect();
+    let panel = Panel {
+        caption: "uncontended lock+unlock pairs/s",
+        y_desc: "pairs per second",
         // The upper left is empty: rates grow with tasks.
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()?;
-    Ok(())
+        legend: SeriesLabelPosition::UpperLeft,
+    };
+    draw_spreads(area, panel, &spreads)
 }
 
 fn draw_latencies(
@@ -185,15 +159,29 @@ pub(crate) fn draw_versus(path: &Path, panels: &[(String, Vec<Spread>)]) -> Resu
         .iter()
         .zip(panels)
     {
-        draw_spreads(area, title, spreads)?;
+        let panel = Panel {
+            caption: title,
+            y_desc: "pairs per second (median, range of the runs)",
+            legend: SeriesLabelPosition::LowerRight,
+        };
+        draw_spreads(area, panel, spreads)?;
     }
     root.present()?;
     Ok(())
 }
 
+/// A pairs-per-second panel's words and where its legend goes.
+struct Panel<'a> {
+    caption: &'a str,
+    y_desc: &'a str,
+    legend: SeriesLabelPosition,
+}
+
+/// Pairs per second by tasks, log on both axes: a line per subject through
+/// its medians, with a bar over each point's range where it has one.
 fn draw_spreads(
     area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
-    title: &str,
+    panel: Panel<'_>,
     spreads: &[Spread],
 ) -> Result<(), Failure> {
     // The ranges, as series, only to size the axes.
@@ -210,7 +198,7 @@ fn draw_spreads(
     let x = log_range(&bounds, |p| p.0);
     let y = log_range(&bounds, |p| p.1);
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 22))
+        .caption(panel.caption, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(70)
@@ -218,7 +206,7 @@ fn draw_spreads(
     chart
         .configure_mesh()
         .x_desc("concurrent tasks on one client")
-        .y_desc("pairs per second (median, range of the runs)")
+        .y_desc(panel.y_desc)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| thousands(*v))
         .label_style(("sans-serif", 15))
@@ -241,12 +229,13 @@ fn draw_spreads(
         chart.draw_series(medians.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
         chart.draw_series(
             (s.points.iter())
+                .filter(|&&(_, _, lo, hi)| lo < hi)
                 .map(|&(x, m, lo, hi)| ErrorBar::new_vertical(x, lo, m, hi, style, 10)),
         )?;
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(panel.legend)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))

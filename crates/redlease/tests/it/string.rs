@@ -28,6 +28,15 @@ async fn string_client_with(server: &RedisServer, watchdog: Duration) -> Client 
         .unwrap()
 }
 
+/// `SET` with `args`, straight to the server: another holder, or a key
+/// changed behind the lock's back.
+fn set(server: &RedisServer, args: &[&str]) {
+    let () = redis::cmd("SET")
+        .arg(args)
+        .query(&mut server.connection())
+        .unwrap();
+}
+
 fn get(server: &RedisServer, key: &str) -> Option<String> {
     redis::cmd("GET")
         .arg(key)
@@ -111,13 +120,7 @@ async fn with_redisson_fenced_interop_the_counter_never_expires() {
         let name = unique("string-interop-counter");
         let counter = redlease::layout::token_key(&name);
         // A counter Redisson's `RFencedLock` left with a time to live.
-        let _: () = redis::cmd("SET")
-            .arg(&counter)
-            .arg(2_000_000_000_000_000_u64)
-            .arg("PX")
-            .arg(60_000)
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&counter, "2000000000000000", "PX", "60000"]);
         let guard = client.lock(&name).try_lock().await.unwrap();
         assert_eq!(guard.fencing_token(), 2_000_000_000_000_001);
         assert_eq!(pttl(server, &counter), -1, "persisted in the transaction");
@@ -132,11 +135,7 @@ async fn a_release_never_deletes_another_owners_value() {
         let name = unique("string-not-owner");
         let guard = client.lock(&name).try_lock().await.unwrap();
         // Taken over behind our back (an operator, or an expiry and a peer).
-        let _: () = redis::cmd("SET")
-            .arg(&name)
-            .arg("someone-else")
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&name, "someone-else"]);
         assert!(!guard.is_held().await.unwrap());
         let err = guard.unlock().await.unwrap_err();
         assert!(err.is_not_owner(), "{err}");
@@ -173,11 +172,7 @@ async fn the_watchdog_renews_a_string_lock_and_reports_a_takeover() {
         tokio::time::sleep(Duration::from_millis(800)).await;
         assert!(guard.is_held().await.unwrap(), "renewed past two leases");
         assert!(!guard.is_lost());
-        let _: () = redis::cmd("SET")
-            .arg(&name)
-            .arg("thief")
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&name, "thief"]);
         let reason = tokio::time::timeout(Duration::from_secs(2), guard.lost())
             .await
             .expect("the next renewal finds the takeover");
@@ -233,14 +228,7 @@ async fn a_waiter_wakes_on_our_release_and_at_a_silent_holders_expiry() {
 
         // A holder that publishes nothing (the hand-written SET NX lock):
         // the waiter sleeps until the key's expiry, not the whole wait.
-        let _: () = redis::cmd("SET")
-            .arg(&name)
-            .arg("java-uuid")
-            .arg("NX")
-            .arg("PX")
-            .arg(400)
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&name, "java-uuid", "NX", "PX", "400"]);
         let started = Instant::now();
         let guard = b
             .lock(&name)
@@ -259,13 +247,7 @@ async fn a_refused_attempt_leaves_the_counter_started_from_the_clock_with_its_tt
     for server in servers() {
         let client = string_client(server).await;
         let name = unique("string-refused-counter");
-        let _: () = redis::cmd("SET")
-            .arg(&name)
-            .arg("peer")
-            .arg("PX")
-            .arg(10_000)
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&name, "peer", "PX", "10000"]);
         let busy = client.lock(&name).try_lock().await.unwrap_err();
         assert!(busy.is_busy(), "{busy}");
         // The transaction's `INCR` ran on a missing counter: not left at 1
@@ -287,11 +269,7 @@ async fn a_waiter_polls_a_silent_holder_without_expiry() {
         let client = string_client(server).await;
         let name = unique("string-no-expiry");
         // A peer's lock without a lease, deleted without an announcement.
-        let _: () = redis::cmd("SET")
-            .arg(&name)
-            .arg("forever")
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&name, "forever"]);
         let waiter = {
             let lock = client.lock(&name);
             tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await })
@@ -391,11 +369,7 @@ async fn a_counter_that_is_no_integer_is_named_and_leaves_the_lock_free() {
         let client = string_client(server).await;
         let name = unique("string-bad-counter");
         let counter = redlease::layout::token_key(&name);
-        let _: () = redis::cmd("SET")
-            .arg(&counter)
-            .arg("not-a-number")
-            .query(&mut server.connection())
-            .unwrap();
+        set(server, &[&counter, "not-a-number"]);
         let err = client.lock(&name).try_lock().await.unwrap_err();
         assert!(
             err.to_string().contains("does not hold an integer"),
