@@ -335,8 +335,8 @@ impl Hold {
                 Ok(())
             }
             _ => {
-                self.lost.set(LostReason::OwnerChanged);
                 metrics::lost(&self.label, LostReason::OwnerChanged);
+                self.lost.set(LostReason::OwnerChanged);
                 Err(Error::not_owner(&self.name))
             }
         }

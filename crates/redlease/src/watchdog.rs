@@ -208,8 +208,11 @@ impl Shared {
         let mut state = self.lock();
         state.entries.retain(|_, e| {
             if e.deadline <= now {
+                // Counted before the guard is told: whoever `lost()` wakes
+                // finds the loss counted.
+                metrics::lost(&e.label, LostReason::RenewalFailed);
                 e.lost.set(LostReason::RenewalFailed);
-                lost.push((e.key.clone(), e.label.clone()));
+                lost.push(e.key.clone());
                 false
             } else {
                 true
@@ -218,10 +221,9 @@ impl Shared {
         let wake = plan(state.entries.values().map(|e| e.deadline).min());
         state.wake_at = Some(wake);
         drop(state);
-        // Reported after the lock is let go: acquires and unlocks take it.
-        for (key, label) in lost {
+        // Logged after the lock is let go: acquires and unlocks take it.
+        for key in lost {
             tracing::warn!(key = %key, "lock lost: renewals failed until its lease could have expired");
-            metrics::lost(&label, LostReason::RenewalFailed);
         }
         wake
     }

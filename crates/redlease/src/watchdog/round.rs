@@ -217,21 +217,25 @@ impl Shared {
                 // expires within one timeout of this renewal.
                 match entries.get_mut(id) {
                     Some(e) if e.deadline <= now => {
+                        // Counted before the guard is told (as in
+                        // `expire_and_plan`).
+                        metrics::lost(label, LostReason::RenewalFailed);
                         e.lost.set(LostReason::RenewalFailed);
-                        lost.push((key, label, LostReason::RenewalFailed));
+                        lost.push((key, LostReason::RenewalFailed));
                         entries.remove(id);
                     }
                     Some(e) => e.deadline = sent_at + self.timeout,
                     None => {}
                 }
             } else if let Some(e) = entries.remove(id) {
+                metrics::lost(label, LostReason::OwnerChanged);
                 e.lost.set(LostReason::OwnerChanged);
-                lost.push((key, label, LostReason::OwnerChanged));
+                lost.push((key, LostReason::OwnerChanged));
             }
         }
-        // Reported after the lock is let go: acquires and unlocks take it.
+        // Logged after the lock is let go: acquires and unlocks take it.
         drop(state);
-        for (key, label, reason) in lost {
+        for (key, reason) in lost {
             match reason {
                 LostReason::OwnerChanged => {
                     tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
@@ -240,7 +244,6 @@ impl Shared {
                     tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
                 }
             }
-            metrics::lost(label, reason);
         }
         renewals.record(metrics::renewals);
         elsewhere
