@@ -17,7 +17,7 @@
 //! tasks do, so a lock's fencing counter lives on between its pairs.
 
 use redis::{Cmd, Value};
-use redlease_testkit::{RedisServer, ServerOptions};
+use redlease_testkit::RedisServer;
 
 use crate::cluster::spread;
 use crate::probe;
@@ -73,11 +73,8 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
         ),
     ];
     measure_all(server, pairs, runs, &redis);
-    let valkey = match redlease_testkit::valkey_server() {
-        Ok(program) => RedisServer::start_with(ServerOptions {
-            program: Some(program),
-            ..Default::default()
-        }),
+    let valkey = match RedisServer::try_start_valkey() {
+        Ok(valkey) => valkey,
         Err(why) => {
             println!("On Valkey 9: not measured ({why}).\n");
             return;

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use redlease::layout::Layout;
-use redlease_testkit::{RedisServer, ServerOptions};
+use redlease_testkit::RedisServer;
 
 use crate::chart::{self, Spread};
 use crate::cluster::{median, spread};
@@ -84,11 +84,8 @@ pub(crate) async fn run(
     let version = server_version(server);
     print(plan, &rslock.version, &version, &redis, &cells, None);
     let mut panels = vec![(format!("on {version}"), spreads(plan, &redis, &cells, None))];
-    let valkey = match redlease_testkit::valkey_server() {
-        Ok(program) => RedisServer::start_with(ServerOptions {
-            program: Some(program),
-            ..Default::default()
-        }),
+    let valkey = match RedisServer::try_start_valkey() {
+        Ok(valkey) => valkey,
         Err(why) => {
             println!("Versus rslock on Valkey 9: not measured ({why}).\n");
             draw(chart_dir, &panels);

@@ -137,6 +137,21 @@ impl RedisServer {
         }
     }
 
+    /// Starts a private Valkey 9 server ([`crate::valkey_server`]) with
+    /// default options, as [`start`](RedisServer::start) starts
+    /// `redis-server`.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::valkey_server`] when there is no Valkey program, and as
+    /// [`try_start_with`](RedisServer::try_start_with).
+    pub fn try_start_valkey() -> Result<RedisServer, StartError> {
+        RedisServer::try_start_with(ServerOptions {
+            program: Some(crate::valkey_server()?),
+            ..Default::default()
+        })
+    }
+
     /// Starts a server with `options` on a free port and waits until it
     /// answers; for programs, which report a failure rather than panic.
     ///

@@ -261,10 +261,7 @@ async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix()
 /// back to the script, and the lock works.
 #[tokio::test]
 async fn a_user_from_the_acl_rules_can_run_string_layout_locks() {
-    let valkey = redlease_testkit::RedisServer::start_with(redlease_testkit::ServerOptions {
-        program: Some(redlease_testkit::valkey_server().unwrap()),
-        ..Default::default()
-    });
+    let valkey = RedisServer::try_start_valkey().unwrap_or_else(|e| panic!("{e}"));
     for server in [&RedisServer::start(), &valkey] {
         create_user(server, "svc", &[PREFIX], Access::Locks);
         let url = format!("redis://svc:pw@127.0.0.1:{}", server.port());

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redlease::layout::Layout;
 use redlease::{Client, LostReason};
 
-use crate::support::{RedisServer, ServerOptions, exists, pttl, unique, valkey};
+use crate::support::{RedisServer, exists, pttl, unique, valkey};
 
 /// The shared Redis 7.0, then the shared Valkey 9.
 fn servers() -> [&'static RedisServer; 2] {
@@ -382,10 +382,7 @@ async fn a_counter_that_is_no_integer_is_named_and_leaves_the_lock_free() {
 #[tokio::test]
 async fn valkey_runs_release_and_extension_as_its_own_commands() {
     // Private servers: other tests' scripts would count on shared ones.
-    let server = RedisServer::start_with(ServerOptions {
-        program: Some(redlease_testkit::valkey_server().unwrap()),
-        ..Default::default()
-    });
+    let server = RedisServer::try_start_valkey().unwrap_or_else(|e| panic!("{e}"));
     let client = string_client(&server).await;
     let name = unique("string-native");
     // The first token of a name starts its counter from the clock, in a

@@ -19,13 +19,7 @@ pub(crate) fn unique(prefix: &str) -> String {
 /// commands, shared by them.
 pub(crate) fn valkey() -> &'static RedisServer {
     static VALKEY: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
-    VALKEY.get_or_init(|| {
-        let program = redlease_testkit::valkey_server().unwrap_or_else(|e| panic!("{e}"));
-        RedisServer::start_with(ServerOptions {
-            program: Some(program),
-            ..Default::default()
-        })
-    })
+    VALKEY.get_or_init(|| RedisServer::try_start_valkey().unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// A client of the shared server with default settings.
