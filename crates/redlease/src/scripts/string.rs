@@ -296,42 +296,51 @@ async fn release_now(
 ) -> Result<Value, RedisError> {
     let natives = detect(conn).await;
     if natives != Natives::None {
-        let mut pipe = redis::pipe();
-        match natives {
-            Natives::DelEx => pipe.cmd("DELEX").arg(key).arg("IFEQ").arg(owner),
-            _ => pipe.cmd("DELIFEQ").arg(key).arg(owner),
-        };
-        // Sent with the delete, not after its reply: one round trip. A
-        // refused release announces too, which only wakes a waiter to find
-        // the lock still held.
-        pipe.cmd(publish.command())
-            .arg(channel)
-            .arg(UNLOCK_MESSAGE)
-            .ignore();
-        match conn.query_pipe(pipe.ignore_errors()).await {
-            Ok(replies) => {
-                return match replies.into_iter().next() {
-                    Some(Value::Int(1)) => Ok(Value::Int(1)),
-                    Some(Value::Int(_)) => Ok(Value::Nil),
-                    // Another type: not ours, left untouched.
-                    Some(Value::ServerError(e)) if e.code() == "WRONGTYPE" => Ok(Value::Nil),
-                    Some(Value::ServerError(e)) if !is_unknown_command(e.details()) => {
-                        Err(e.into())
-                    }
-                    Some(Value::ServerError(_)) => {
-                        conn.natives().set(Natives::None);
-                        conn.run(&release_script(key, channel, owner, publish))
-                            .await
-                    }
-                    other => Err(unexpected("compare-and-delete", &Vec::from_iter(other))),
-                };
-            }
-            Err(e) if is_unknown_command(e.detail()) => conn.natives().set(Natives::None),
-            Err(e) => return Err(e),
+        match native_release(conn, natives, key, channel, owner, publish).await {
+            Some(answer) => return answer,
+            None => conn.natives().set(Natives::None),
         }
     }
     conn.run(&release_script(key, channel, owner, publish))
         .await
+}
+
+/// The release by the server's own compare-and-delete; `None` when the
+/// server (or the user's ACL) refused the command, so the script must do it.
+async fn native_release(
+    conn: &Connection,
+    natives: Natives,
+    key: &str,
+    channel: &str,
+    owner: &str,
+    publish: Publish,
+) -> Option<Result<Value, RedisError>> {
+    let mut pipe = redis::pipe();
+    match natives {
+        Natives::DelEx => pipe.cmd("DELEX").arg(key).arg("IFEQ").arg(owner),
+        _ => pipe.cmd("DELIFEQ").arg(key).arg(owner),
+    };
+    // Sent with the delete, not after its reply: one round trip. A refused
+    // release announces too, which only wakes a waiter to find the lock
+    // still held.
+    pipe.cmd(publish.command())
+        .arg(channel)
+        .arg(UNLOCK_MESSAGE)
+        .ignore();
+    let replies = match conn.query_pipe(pipe.ignore_errors()).await {
+        Ok(replies) => replies,
+        Err(e) if refuses_native(e.detail()) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(match replies.into_iter().next() {
+        Some(Value::Int(1)) => Ok(Value::Int(1)),
+        Some(Value::Int(_)) => Ok(Value::Nil),
+        // Another type: not ours, left untouched.
+        Some(Value::ServerError(e)) if e.code() == "WRONGTYPE" => Ok(Value::Nil),
+        Some(Value::ServerError(e)) if refuses_native(e.details()) => return None,
+        Some(Value::ServerError(e)) => Err(e.into()),
+        other => Err(unexpected("compare-and-delete", &Vec::from_iter(other))),
+    })
 }
 
 async fn extend_now(
@@ -341,29 +350,41 @@ async fn extend_now(
     lease_ms: u64,
 ) -> Result<Value, RedisError> {
     if detect(conn).await != Natives::None {
-        let cmd = redis::cmd("SET")
-            .arg(key)
-            .arg(owner)
-            .arg("IFEQ")
-            .arg(owner)
-            .arg("PX")
-            .arg(lease_ms)
-            .to_owned();
-        let renewed = |held: bool| Ok(Value::Array(vec![Value::Int(i64::from(held))]));
-        match conn.query::<Value>(&cmd).await {
-            Ok(Value::Okay) => return renewed(true),
-            Ok(Value::Nil) => return renewed(false),
-            Ok(other) => return Err(unexpected("SET IFEQ", &[other])),
-            Err(e) if e.code() == Some("WRONGTYPE") => return renewed(false),
-            Err(e) if is_unknown_command(e.detail()) => {
-                // A server without `IFEQ` reads it as a syntax error.
-                conn.natives().set(Natives::None);
-            }
-            Err(e) => return Err(e),
+        match native_extend(conn, key, owner, lease_ms).await {
+            Some(answer) => return answer,
+            None => conn.natives().set(Natives::None),
         }
     }
     conn.run(&super::lock::renew(lease_ms, [(key, owner)]))
         .await
+}
+
+/// The extension by `SET ... IFEQ`, answered as the renewal script for one
+/// lock; `None` when the server refused it (a server without `IFEQ` reads
+/// it as a syntax error), so the script must do it.
+async fn native_extend(
+    conn: &Connection,
+    key: &str,
+    owner: &str,
+    lease_ms: u64,
+) -> Option<Result<Value, RedisError>> {
+    let cmd = redis::cmd("SET")
+        .arg(key)
+        .arg(owner)
+        .arg("IFEQ")
+        .arg(owner)
+        .arg("PX")
+        .arg(lease_ms)
+        .to_owned();
+    let renewed = |held: bool| Ok(Value::Array(vec![Value::Int(i64::from(held))]));
+    Some(match conn.query::<Value>(&cmd).await {
+        Ok(Value::Okay) => renewed(true),
+        Ok(Value::Nil) => renewed(false),
+        Ok(other) => Err(unexpected("SET IFEQ", &[other])),
+        Err(e) if e.code() == Some("WRONGTYPE") => renewed(false),
+        Err(e) if refuses_native(e.detail()) => return None,
+        Err(e) => Err(e),
+    })
 }
 
 /// The server's compare-and-delete, found with `COMMAND INFO` on the
@@ -414,8 +435,9 @@ fn first_refusal(e: RedisError) -> RedisError {
 }
 
 /// Whether an error means the server (or the user's ACL) does not let us
-/// use its own command, so the script must do the work.
-fn is_unknown_command(detail: Option<&str>) -> bool {
+/// use its own command (unknown, a syntax it lacks, not permitted), so the
+/// script must do the work.
+fn refuses_native(detail: Option<&str>) -> bool {
     detail.is_some_and(|d| {
         d.contains("unknown command") || d.contains("syntax error") || d.contains("no permissions")
     })
