@@ -180,8 +180,8 @@ impl Target {
     /// password refused or missing, where to fix it.
     fn failed(&self, e: &dyn std::fmt::Display) -> String {
         let e = e.to_string();
-        let hint = match e.starts_with("authentication ") {
-            true => " (check the URL or REDIS_URL)",
+        let hint = match is_credentials(&e) {
+            true => CHECK_CREDENTIALS,
             false => "",
         };
         self.scrub(&format!(
@@ -189,6 +189,15 @@ impl Target {
             self.redacted()
         ))
     }
+}
+
+/// Where a refused or missing password is fixed.
+const CHECK_CREDENTIALS: &str = " (check the URL or REDIS_URL)";
+
+/// Whether a library error's message is about the password (its one
+/// authentication wording), not an ACL denial.
+fn is_credentials(message: &str) -> bool {
+    message.starts_with("authentication ")
 }
 
 /// `--layout`: how a lock's key holds its owner ([`Layout`]).
@@ -230,8 +239,8 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 /// server refused the user, which rules it lacks.
 pub(crate) fn admin_hint(e: &redlease::Error) -> &'static str {
     // A password refused or missing is the URL's to fix, not the rules'.
-    if e.is_auth() && e.to_string().starts_with("authentication ") {
-        " (check the URL or REDIS_URL)"
+    if e.is_auth() && is_credentials(&e.to_string()) {
+        CHECK_CREDENTIALS
     } else if e.is_auth() {
         " (inspect and unlock --force need the operators' rules: redlease acl --admin --prefix PREFIX)"
     } else {
