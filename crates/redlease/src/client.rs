@@ -19,10 +19,40 @@ use crate::watchdog::Watchdog;
 
 /// The lease of a watchdog-mode lock when no other timeout is configured,
 /// as in Redisson (`lockWatchdogTimeout`).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// assert_eq!(client.watchdog_timeout(), redlease::DEFAULT_WATCHDOG_TIMEOUT);
+/// # Ok(())
+/// # }
+/// ```
 pub use redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
 
 /// How long a lock's fencing counter outlives its last acquisition when no
 /// other time is configured; see [`ClientBuilder::fencing_counter_ttl`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// // A week instead of a day, for names taken rarely.
+/// let client = redlease::Client::builder(&url)
+///     .fencing_counter_ttl(redlease::DEFAULT_FENCING_COUNTER_TTL * 7)
+///     .build()
+///     .await?;
+/// assert_eq!(redlease::DEFAULT_FENCING_COUNTER_TTL, Duration::from_secs(24 * 3600));
+/// # Ok(())
+/// # }
+/// ```
 pub const DEFAULT_FENCING_COUNTER_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// The shortest watchdog timeout accepted: renewals run every third of it,
@@ -37,6 +67,25 @@ const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 ///
 /// The connection and the watchdog run on the Tokio runtime that built the
 /// client; use the client on that runtime.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// // Clones share the connection and the watchdog: hand them to tasks.
+/// let worker = client.clone();
+/// let job = tokio::spawn(async move {
+///     let guard = worker.lock("doc:client:worker").try_lock().await?;
+///     // ... the critical section ...
+///     guard.unlock().await
+/// });
+/// job.await.expect("the task ran to the end")?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -154,14 +203,20 @@ impl Client {
     /// Cancel safe: dropping the future drops the half-made connection, and
     /// nothing has been written to Redis.
     ///
-    /// # Example
+    /// # Examples
     ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), redlease::Error> {
-    /// let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
-    /// let guard = client.lock("orders:42").try_lock().await?;
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:client:connect").try_lock().await?;
     /// // ... the critical section ...
     /// guard.unlock().await?;
+    ///
+    /// // Nothing listens on port 1.
+    /// let e = redlease::Client::connect("redis://127.0.0.1:1").await.unwrap_err();
+    /// assert!(e.is_connection());
     /// # Ok(())
     /// # }
     /// ```
@@ -170,6 +225,24 @@ impl Client {
     }
 
     /// Starts configuring a client for `url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::builder(&url)
+    ///     .watchdog_timeout(Duration::from_secs(10))
+    ///     .response_timeout(Duration::from_millis(500))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(client.watchdog_timeout(), Duration::from_secs(10));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(url: &str) -> ClientBuilder {
         ClientBuilder {
             url: url.to_owned(),
@@ -189,18 +262,69 @@ impl Client {
 
     /// This client's random id, the first part of every owner field it
     /// writes into lock hashes (`<id>:<n>`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:client:id").try_lock().await?;
+    /// // The guard's owner field is `<client id>:<n>`.
+    /// assert!(guard.owner().starts_with(&format!("{}:", client.id())));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> &str {
         &self.inner.id
     }
 
     /// The lease of watchdog-mode locks; the watchdog renews them every third
     /// of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// assert_eq!(client.watchdog_timeout(), redlease::DEFAULT_WATCHDOG_TIMEOUT);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn watchdog_timeout(&self) -> Duration {
         self.inner.watchdog_timeout
     }
 
     /// How many locks this client's watchdog is renewing now: its held
     /// watchdog-mode locks, less any already reported lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let watched = client.lock("doc:client:renewing").try_lock().await?;
+    /// // A fixed lease is never renewed, so the watchdog does not count it.
+    /// let fixed = client
+    ///     .lock("doc:client:renewing:fixed")
+    ///     .lease(Duration::from_secs(5))
+    ///     .try_lock()
+    ///     .await?;
+    /// assert_eq!(client.renewing(), 1);
+    /// watched.unlock().await?;
+    /// assert_eq!(client.renewing(), 0);
+    /// fixed.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn renewing(&self) -> usize {
         self.inner.watchdog.len()
     }
@@ -216,6 +340,25 @@ impl fmt::Debug for Client {
 }
 
 /// Configures a [`Client`]; made by [`Client::builder`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// let builder = redlease::Client::builder(&url).watchdog_timeout(Duration::from_secs(15));
+/// // A builder is a value: build several clients from it.
+/// let a = builder.clone().build().await?;
+/// let b = builder.build().await?;
+/// assert_eq!(a.watchdog_timeout(), b.watchdog_timeout());
+/// // Each has an id of its own, so their locks exclude each other.
+/// assert_ne!(a.id(), b.id());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build().await` is called"]
 pub struct ClientBuilder {
@@ -242,6 +385,26 @@ impl ClientBuilder {
     /// The lease of watchdog-mode locks (default 30 s). The watchdog renews
     /// every held lock every third of this, and a lock whose holder died
     /// frees within this time. At least 30 ms.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::builder(&url)
+    ///     .watchdog_timeout(Duration::from_secs(10))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(client.watchdog_timeout(), Duration::from_secs(10));
+    ///
+    /// let too_short = redlease::Client::builder(&url).watchdog_timeout(Duration::from_millis(10));
+    /// assert!(too_short.build().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn watchdog_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.watchdog_timeout = timeout;
         self
@@ -253,12 +416,56 @@ impl ClientBuilder {
     /// broken connection adds up to two reconnect attempts of
     /// [`connection_timeout`](ClientBuilder::connection_timeout) each; a
     /// `try_lock_for` may overrun its wait by the last attempt's round trip.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let server = redlease_testkit::RedisServer::start();
+    /// let client = redlease::Client::builder(&server.url())
+    ///     .response_timeout(Duration::from_millis(100))
+    ///     .build()
+    ///     .await?;
+    /// server.pause(); // connected, but silent: a frozen VM
+    /// let e = client.lock("doc:builder:response-timeout").try_lock().await.unwrap_err();
+    /// assert!(e.is_timeout());
+    /// # server.resume();
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn response_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.response_timeout = timeout;
         self
     }
 
     /// How long one connection attempt may take (default 1 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::builder(&url)
+    ///     .connection_timeout(Duration::from_millis(250))
+    ///     .build()
+    ///     .await?;
+    /// // A server that is not there fails fast.
+    /// let e = redlease::Client::builder("redis://127.0.0.1:1")
+    ///     .connection_timeout(Duration::from_millis(250))
+    ///     .build()
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(e.is_connection());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn connection_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.connection_timeout = timeout;
         self
@@ -271,15 +478,27 @@ impl ClientBuilder {
     /// rslock, redsync and node-redlock do: choose it to share lock keys
     /// with services using those.
     ///
-    /// ```no_run
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
     /// use redlease::layout::Layout;
     ///
-    /// # async fn demo() -> Result<(), redlease::Error> {
-    /// let client = redlease::Client::builder("redis://127.0.0.1:6379")
+    /// let client = redlease::Client::builder(&url)
     ///     .layout(Layout::String)
     ///     .build()
     ///     .await?;
-    /// let guard = client.lock("invoice:7").try_lock().await?;
+    /// let guard = client.lock("doc:builder:layout").try_lock().await?;
+    /// // A plain `SET NX` lock on the same key is refused while it is held.
+    /// let mut conn = redlease_testkit::RedisServer::shared().connection();
+    /// let set: Option<String> = redis::cmd("SET")
+    ///     .arg("doc:builder:layout")
+    ///     .arg("someone-else")
+    ///     .arg("NX")
+    ///     .query(&mut conn)?;
+    /// assert_eq!(set, None);
     /// guard.unlock().await?;
     /// # Ok(())
     /// # }
@@ -302,6 +521,29 @@ impl ClientBuilder {
     /// it lives, the counter also keeps tokens increasing across a step back
     /// of the server's clock, so keep it longer than any step you expect.
     /// At least 1 ms.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::builder(&url)
+    ///     .fencing_counter_ttl(Duration::from_secs(3600))
+    ///     .build()
+    ///     .await?;
+    /// let lock = client.lock("doc:builder:fencing-ttl");
+    /// let first = lock.try_lock().await?;
+    /// let token = first.fencing_token();
+    /// first.unlock().await?;
+    /// let second = lock.try_lock().await?;
+    /// assert!(second.fencing_token() > token);
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fencing_counter_ttl(mut self, ttl: Duration) -> ClientBuilder {
         self.fencing_counter_ttl = ttl;
         self
@@ -322,6 +564,28 @@ impl ClientBuilder {
     /// data (a restart without persistence, a failover that lost it), and
     /// then Java's tokens restart at 1 whatever redlease does; the price is
     /// one small key per lock name, for ever, as with Redisson alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::builder(&url)
+    ///     .redisson_fenced_interop(true)
+    ///     .build()
+    ///     .await?;
+    /// let lock = client.lock("doc:builder:fenced-interop");
+    /// let first = lock.try_lock().await?;
+    /// let token = first.fencing_token();
+    /// first.unlock().await?;
+    /// // One counter, kept for ever, counting up by one as Redisson's does.
+    /// let second = lock.try_lock().await?;
+    /// assert_eq!(second.fencing_token(), token + 1);
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn redisson_fenced_interop(mut self, on: bool) -> ClientBuilder {
         self.redisson_fenced_interop = on;
         self
@@ -340,6 +604,28 @@ impl ClientBuilder {
     /// waiter ahead of them, as in Redisson. Set it to what the Java
     /// services use (`Config.setFairLockWaitTimeout`); with no Java
     /// services on fair locks, a few seconds lets a dead waiter go sooner.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// // No Java services on fair locks: a dead waiter blocks for 5 s at most.
+    /// let client = redlease::Client::builder(&url)
+    ///     .redisson_fair_wait(Duration::from_secs(5))
+    ///     .build()
+    ///     .await?;
+    /// let guard = client
+    ///     .fair_lock("doc:builder:fair-wait")
+    ///     .try_lock_for(Duration::from_secs(1))
+    ///     .await?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn redisson_fair_wait(mut self, wait: Duration) -> ClientBuilder {
         self.redisson_fair_wait = wait;
         self
@@ -365,6 +651,29 @@ impl ClientBuilder {
     ///
     /// `count` must be at least 1 and `wait` at least 1 ms (a `WAIT` of 0
     /// would block for ever).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// // This test server has no replicas, so no acquire can be acknowledged.
+    /// let client = redlease::Client::builder(&url)
+    ///     .require_replicas(1, Duration::from_millis(20))
+    ///     .build()
+    ///     .await?;
+    /// let lock = client.lock("doc:builder:require-replicas");
+    /// let e = lock.try_lock().await.unwrap_err();
+    /// assert!(e.is_not_replicated());
+    /// // ... and the lock was released again.
+    /// let plain = redlease::Client::connect(&url).await?;
+    /// plain.lock("doc:builder:require-replicas").try_lock().await?.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn require_replicas(mut self, count: u32, wait: Duration) -> ClientBuilder {
         self.replicas = Some((count, wait));
         self
@@ -374,6 +683,26 @@ impl ClientBuilder {
     /// [`PubSubMode::Auto`]: sharded when the cluster has it, as Redisson
     /// does, so that the two wake each other). On a single node pub/sub is
     /// always plain, and [`PubSubMode::Sharded`] is refused when building.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use redlease::PubSubMode;
+    ///
+    /// // `Auto` suits a single node and a cluster alike.
+    /// let client = redlease::Client::builder(&url)
+    ///     .pubsub_mode(PubSubMode::Auto)
+    ///     .build()
+    ///     .await?;
+    /// // Sharded pub/sub needs a cluster: refused on a single node.
+    /// let sharded = redlease::Client::builder(&url).pubsub_mode(PubSubMode::Sharded);
+    /// assert!(sharded.build().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn pubsub_mode(mut self, mode: PubSubMode) -> ClientBuilder {
         self.pubsub_mode = mode;
         self
@@ -399,15 +728,25 @@ impl ClientBuilder {
     /// did not sign fails to connect, with an error for which
     /// [`is_connection`](Error::is_connection) is true.
     ///
-    /// # Example
     ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let ca = std::fs::read("/etc/redis/tls/ca.pem")?;
-    /// let client = redlease::Client::builder("rediss://redis.internal:6380")
-    ///     .tls_ca(ca)
-    ///     .build()
-    ///     .await?;
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(not(feature = "tls-rustls"))]
+    /// # fn main() {}
+    /// # #[cfg(feature = "tls-rustls")]
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server with a certificate from a CA of the test's own.
+    /// # let certs = redlease_testkit::TestCerts::generate();
+    /// # let server = redlease_testkit::RedisServer::start_with(certs.server_options(false));
+    /// # let url = format!("rediss://127.0.0.1:{}", server.tls_port().unwrap());
+    /// # let ca_pem = &certs.ca;
+    /// // ca_pem: "/etc/redis/tls/ca.pem", say; url: "rediss://redis.internal:6380"
+    /// let ca = std::fs::read(ca_pem)?;
+    /// let client = redlease::Client::builder(&url).tls_ca(ca).build().await?;
+    /// let guard = client.lock("doc:builder:tls-ca").try_lock().await?;
+    /// guard.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
@@ -433,18 +772,29 @@ impl ClientBuilder {
     /// certificate and gets none it trusts closes the connection: an error
     /// for which [`is_connection`](Error::is_connection) is true.
     ///
-    /// # Example
     ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let client = redlease::Client::builder("rediss://redis.internal:6380")
-    ///     .tls_ca(std::fs::read("/etc/redis/tls/ca.pem")?)
-    ///     .tls_client_cert(
-    ///         std::fs::read("/etc/orders/tls/client.pem")?,
-    ///         std::fs::read("/etc/orders/tls/client.key")?,
-    ///     )
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(not(feature = "tls-rustls"))]
+    /// # fn main() {}
+    /// # #[cfg(feature = "tls-rustls")]
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server with a certificate from a CA of the test's own.
+    /// # let certs = redlease_testkit::TestCerts::generate();
+    /// # // It requires clients to present a certificate that CA signed.
+    /// # let server = redlease_testkit::RedisServer::start_with(certs.server_options(true));
+    /// # let url = format!("rediss://127.0.0.1:{}", server.tls_port().unwrap());
+    /// # let (ca_pem, cert_pem, key_pem) = (&certs.ca, &certs.client.cert, &certs.client.key);
+    /// // ca_pem: "/etc/redis/tls/ca.pem", cert_pem: "/etc/orders/tls/client.pem", ...
+    /// let client = redlease::Client::builder(&url)
+    ///     .tls_ca(std::fs::read(ca_pem)?)
+    ///     .tls_client_cert(std::fs::read(cert_pem)?, std::fs::read(key_pem)?)
     ///     .build()
     ///     .await?;
+    /// let guard = client.lock("doc:builder:tls-client-cert").try_lock().await?;
+    /// guard.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
@@ -473,15 +823,29 @@ impl ClientBuilder {
     /// [`is_auth`](Error::is_auth) is true and whose message names each
     /// sentinel and its answer.
     ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), redlease::Error> {
-    /// let client = redlease::Client::builder(
-    ///     "redis-sentinel://:master-secret@10.0.0.1:26379,10.0.0.2:26379#mymaster",
-    /// )
-    /// .sentinel_password("sentinel-secret")
-    /// .build()
-    /// .await?;
-    /// # drop(client);
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # use redlease_testkit::{SentinelGroup, SentinelOptions};
+    /// # let group = SentinelGroup::start_with(0, 1, SentinelOptions {
+    /// #     password: Some("master-secret".to_owned()),
+    /// #     sentinel_password: Some("sentinel-secret".to_owned()),
+    /// #     ..SentinelOptions::default()
+    /// # });
+    /// # let url = group.url();
+    /// // url: "redis-sentinel://:master-secret@10.0.0.1:26379,10.0.0.2:26379#mymaster"
+    /// let client = redlease::Client::builder(&url)
+    ///     .sentinel_password("sentinel-secret")
+    ///     .build()
+    ///     .await?;
+    /// let guard = client.lock("doc:builder:sentinel-password").try_lock().await?;
+    /// guard.unlock().await?;
+    ///
+    /// // Without it, the sentinels refuse.
+    /// let e = redlease::Client::builder(&url).build().await.unwrap_err();
+    /// assert!(e.is_auth());
     /// # Ok(())
     /// # }
     /// ```
@@ -497,6 +861,30 @@ impl ClientBuilder {
     /// # Errors
     ///
     /// As [`sentinel_password`](ClientBuilder::sentinel_password).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # use redlease_testkit::{SentinelGroup, SentinelOptions};
+    /// # let group = SentinelGroup::start_with(0, 1, SentinelOptions {
+    /// #     password: Some("master-secret".to_owned()),
+    /// #     sentinel_password: Some("sentinel-secret".to_owned()),
+    /// #     ..SentinelOptions::default()
+    /// # });
+    /// # let url = group.url();
+    /// // A sentinel's `requirepass` is the password of its user `default`.
+    /// let client = redlease::Client::builder(&url)
+    ///     .sentinel_username("default")
+    ///     .sentinel_password("sentinel-secret")
+    ///     .build()
+    ///     .await?;
+    /// let guard = client.lock("doc:builder:sentinel-username").try_lock().await?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sentinel_username(mut self, username: impl Into<String>) -> ClientBuilder {
         self.sentinel_auth.username = Some(username.into());
         self
@@ -516,6 +904,24 @@ impl ClientBuilder {
     /// # Cancel safety
     ///
     /// Cancel-safe: it only reads; the sentinel connections it made close.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// # let group = redlease_testkit::SentinelGroup::start(0, 1);
+    /// # let sentinel_url = group.url();
+    /// // sentinel_url: "redis-sentinel://10.0.0.1:26379,10.0.0.2:26379#mymaster"
+    /// let master = redlease::Client::builder(&sentinel_url).sentinel_master().await?;
+    /// assert_eq!(master, Some(format!("redis://127.0.0.1:{}/0", group.master().port())));
+    ///
+    /// // Not a sentinel URL: no master to ask for.
+    /// assert_eq!(redlease::Client::builder(&url).sentinel_master().await?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn sentinel_master(&self) -> Result<Option<String>, Error> {
         connection::url::sentinel_master_with(&self.url, &self.tls, &self.sentinel_auth).await
     }
@@ -535,6 +941,25 @@ impl ClientBuilder {
     ///
     /// Cancel safe: nothing has been written to Redis, and the watchdog task
     /// is only started once the connection is made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::builder(&url).build().await?;
+    /// let guard = client.lock("doc:builder:build").try_lock().await?;
+    /// guard.unlock().await?;
+    ///
+    /// // Options are checked before anything is sent.
+    /// let zero = redlease::Client::builder(&url).response_timeout(Duration::ZERO);
+    /// assert!(zero.build().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn build(self) -> Result<Client, Error> {
         let fencing_ttl_ms = self.validate()?;
         let redisson_fair_wait_ms =

@@ -15,6 +15,29 @@ use crate::lost::LostReason;
 /// learns whether the release worked. With no runtime (dropped on a plain
 /// thread), the guard only stops the watchdog, and the lock expires after its
 /// lease.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:guard:type");
+/// let guard = lock.try_lock().await?;
+/// // ... the critical section ...
+/// guard.unlock().await?;
+///
+/// // Dropped, a guard releases its lock in the background.
+/// let guard = lock.try_lock().await?;
+/// drop(guard);
+/// let again = lock.try_lock_for(Duration::from_secs(1)).await?;
+/// again.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
 #[clippy::has_significant_drop]
 pub struct LockGuard {
@@ -33,12 +56,42 @@ impl LockGuard {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:guard:name").try_lock().await?;
+    /// assert_eq!(guard.name(), "doc:guard:name");
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.hold.name()
     }
 
     /// The owner field this guard holds in the lock hash
     /// (`<client-id>:<n>`), as Redisson tools show it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:guard:owner").try_lock().await?;
+    /// // `<client id>:<n>`: a new owner for every acquisition.
+    /// assert!(guard.owner().starts_with(client.id()));
+    /// println!("held by {}", guard.owner());
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn owner(&self) -> &str {
         self.hold.field()
     }
@@ -63,6 +116,26 @@ impl LockGuard {
     /// Redis restarts empty, as long as the Redis server's clock does not
     /// step back. See
     /// [`ClientBuilder::fencing_counter_ttl`](crate::ClientBuilder::fencing_counter_ttl).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:fencing-token");
+    /// let first = lock.try_lock().await?;
+    /// let token = first.fencing_token();
+    /// // ... write to the database with `token`, which refuses lower ones ...
+    /// first.unlock().await?;
+    ///
+    /// let next = lock.try_lock().await?;
+    /// assert!(next.fencing_token() > token);
+    /// next.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fencing_token(&self) -> u64 {
         self.hold.token()
     }
@@ -85,6 +158,27 @@ impl LockGuard {
     ///
     /// Dropping the future drops the guard, so the release is still sent, in
     /// the background, as for any dropped guard.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:guard:unlock").try_lock().await?;
+    /// guard.unlock().await?;
+    ///
+    /// // A lock whose lease ran out is no longer ours to release.
+    /// let short = client.lock("doc:guard:unlock").lease(Duration::from_millis(50));
+    /// let guard = short.try_lock().await?;
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// assert!(guard.unlock().await.unwrap_err().is_not_owner());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn unlock(mut self) -> Result<(), Error> {
         self.hold.release().await
     }
@@ -115,6 +209,32 @@ impl LockGuard {
     /// Dropping the future may leave the key extended in Redis while the
     /// guard keeps its earlier expiry: it errs on the side of stopping
     /// early, never late.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:extend");
+    /// let guard = lock.clone().lease(Duration::from_secs(2)).try_lock().await?;
+    /// let until = guard.expires_at().expect("a fixed lease");
+    /// // The work takes longer than planned: 30 s from now.
+    /// guard.extend(Duration::from_secs(30)).await?;
+    /// assert!(guard.expires_at().expect("a fixed lease") > until);
+    /// guard.unlock().await?;
+    ///
+    /// // A watchdog-mode guard is renewed by itself.
+    /// let watched = lock.try_lock().await?;
+    /// let e = watched.extend(Duration::from_secs(30)).await.unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// watched.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn extend(&self, lease: Duration) -> Result<(), Error> {
         let lease_ms =
             crate::name::lease_millis("lease", lease).map_err(|e| e.with_key(self.hold.name()))?;
@@ -123,6 +243,29 @@ impl LockGuard {
 
     /// The end of this guard's fixed lease by the local clock (moved by
     /// [`extend`](LockGuard::extend)); `None` in watchdog mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:expires-at");
+    /// let fixed = lock.clone().lease(Duration::from_secs(10)).try_lock().await?;
+    /// let until = fixed.expires_at().expect("a fixed lease");
+    /// assert!(until <= Instant::now() + Duration::from_secs(10));
+    /// fixed.unlock().await?;
+    ///
+    /// // Watchdog mode: no end while the guard lives.
+    /// let watched = lock.try_lock().await?;
+    /// assert_eq!(watched.expires_at(), None);
+    /// watched.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn expires_at(&self) -> Option<std::time::Instant> {
         match self.hold.mode() {
             LeaseMode::Watchdog => None,
@@ -140,6 +283,25 @@ impl LockGuard {
     /// # Cancel safety
     ///
     /// Cancel safe: it only reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:is-held").lease(Duration::from_millis(80));
+    /// let guard = lock.try_lock().await?;
+    /// assert!(guard.is_held().await?);
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// // Expired in Redis.
+    /// assert!(!guard.is_held().await?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn is_held(&self) -> Result<bool, Error> {
         self.hold.is_held().await
     }
@@ -160,6 +322,28 @@ impl LockGuard {
     ///
     /// Cancel safe: the loss is recorded in the guard, so a later call (or
     /// [`is_lost`](LockGuard::is_lost)) still sees it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:lost").lease(Duration::from_millis(50));
+    /// let guard = lock.try_lock().await?;
+    /// let work = tokio::time::sleep(Duration::from_secs(10)); // longer than the lease
+    /// tokio::select! {
+    ///     () = work => println!("done in time"),
+    ///     // Stop before the next holder starts.
+    ///     reason = guard.lost() => println!("stopped: {reason}"),
+    /// }
+    /// assert!(guard.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lost(&self) -> LostReason {
         self.hold.lost().await
     }
@@ -168,6 +352,25 @@ impl LockGuard {
     /// about to: a watchdog-mode lock whose deadline has passed counts as
     /// lost at once, even if the watchdog task has not yet run to report it
     /// (as after the process was paused past its lease).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:is-lost").lease(Duration::from_millis(80));
+    /// let guard = lock.try_lock().await?;
+    /// assert!(!guard.is_lost());
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// // Past its lease by our clock: check before every step of a long job.
+    /// assert!(guard.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.hold.is_lost()
     }

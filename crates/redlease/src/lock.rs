@@ -40,6 +40,30 @@ mod together;
 /// within one timeout. [`Lock::lease`] selects a **fixed lease** instead: no
 /// renewal, the lock expires after the lease whatever happens. The two modes
 /// are never mixed on one guard.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:lock:modes");
+///
+/// // Watchdog mode: renewed for as long as the guard lives.
+/// let guard = lock.try_lock().await?;
+/// assert_eq!(guard.expires_at(), None);
+/// guard.unlock().await?;
+///
+/// // A fixed lease: expires 10 s after the acquire, whatever happens.
+/// let guard = lock.lease(Duration::from_secs(10)).try_lock().await?;
+/// assert!(guard.expires_at().is_some());
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Lock {
     client: Client,
@@ -55,6 +79,24 @@ pub struct Lock {
 impl Client {
     /// Returns a handle to the lock called `name`. Nothing is sent to Redis
     /// until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:handle");
+    /// let guard = lock.try_lock().await?;
+    /// guard.unlock().await?;
+    ///
+    /// // The name is checked when the handle is used.
+    /// let e = client.lock("").try_lock().await.unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         let kind = match self.layout() {
@@ -79,6 +121,29 @@ impl Client {
     /// once; one that dies (or loses its connection) stops refreshing its
     /// deadline and is dropped from the queue within one
     /// [watchdog timeout](crate::ClientBuilder::watchdog_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.fair_lock("doc:lock:fair");
+    /// let first = lock.try_lock().await?;
+    /// // The next owner joins the queue, and is handed the lock on release.
+    /// let next = tokio::spawn({
+    ///     let lock = lock.clone();
+    ///     async move { lock.try_lock_for(Duration::from_secs(5)).await }
+    /// });
+    /// first.unlock().await?;
+    /// let second = next.await.expect("the task ran to the end")?;
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         let redisson_wait_ms = self.redisson_fair_wait_ms();
@@ -100,6 +165,27 @@ impl Lock {
     /// Selects a fixed lease: the lock expires `lease` after it is acquired
     /// and is never renewed. A lease under 1 ms is rejected when the lock is
     /// used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:lease").lease(Duration::from_millis(50));
+    /// let guard = lock.try_lock().await?;
+    /// // Never renewed: the lease runs out on its own.
+    /// assert_eq!(guard.lost().await, redlease::LostReason::Expired);
+    ///
+    /// // Under 1 ms is refused when the lock is used.
+    /// let lock = client.lock("doc:lock:lease").lease(Duration::from_micros(10));
+    /// assert!(lock.try_lock().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(mut self, lease: Duration) -> Lock {
         self.lease = Some(lease);
@@ -107,6 +193,19 @@ impl Lock {
     }
 
     /// The lock's name, which is also its Redis key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:name");
+    /// assert_eq!(lock.name(), "doc:lock:name");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -132,6 +231,25 @@ impl Lock {
     /// after the acquire), and the lock is free again within one round trip.
     /// A re-entry in an owner scope ([`scope`](crate::scope)) that is
     /// cancelled leaves the hold count as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:try-lock");
+    /// let guard = lock.try_lock().await?;
+    ///
+    /// // A second acquisition is another owner, even in the same task.
+    /// let e = lock.try_lock().await.unwrap_err();
+    /// assert!(e.is_busy());
+    /// assert_eq!(e.key(), Some("doc:lock:try-lock"));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
         self.observed(async {
             let lease_ms = self.prepare()?;
@@ -177,6 +295,28 @@ impl Lock {
     /// it, and hands a wake-up it had received but not used to the next local
     /// waiter. A fair waiter gives up its place in the queue in the
     /// background, waking the next waiter if the lock is free.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:try-lock-for");
+    /// let holder = lock.try_lock().await?;
+    /// tokio::spawn(async move {
+    ///     tokio::time::sleep(Duration::from_millis(50)).await;
+    ///     holder.unlock().await
+    /// });
+    /// // Woken by the holder's release, long before the 5 s are up.
+    /// let guard = lock.try_lock_for(Duration::from_secs(5)).await?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
         if wait.is_zero() {
             // For a fair lock this also keeps "no wait" from joining the
@@ -199,6 +339,25 @@ impl Lock {
     /// # Cancel safety
     ///
     /// As [`try_lock_for`](Lock::try_lock_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:lock");
+    /// // Bounded all the same, in case Redis stays down.
+    /// let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock())
+    ///     .await
+    ///     .expect("acquired within 30 s")?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lock(&self) -> Result<LockGuard, Error> {
         self.observed(self.wait(None)).await
     }

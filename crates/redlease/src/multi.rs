@@ -49,11 +49,16 @@ use crate::wait::{self, Attempt, Contender};
 /// owner-checked (Drop sends what a cancelled call could not), and members
 /// that share a node or slot cost one request together.
 ///
-/// ```no_run
-/// # async fn demo(client: redlease::Client) -> Result<(), redlease::Error> {
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
 /// use std::time::Duration;
 ///
-/// let transfer = client.multi_lock(["account:17", "account:4"]);
+/// let client = redlease::Client::connect(&url).await?;
+/// let transfer = client.multi_lock(["doc:multi:account:17", "doc:multi:account:4"]);
 /// let both = transfer.try_lock_for(Duration::from_secs(2)).await?;
 /// // ... move money between the two accounts ...
 /// both.unlock().await?;
@@ -74,6 +79,25 @@ impl Client {
     /// none (see [`MultiLock`]). Nothing is sent to Redis until the handle
     /// is used; the names are checked then (at least one, each a valid lock
     /// name).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let accounts = vec!["doc:multi:handle:b".to_owned(), "doc:multi:handle:a".to_owned()];
+    /// let multi = client.multi_lock(accounts);
+    /// let both = multi.try_lock().await?;
+    /// both.unlock().await?;
+    ///
+    /// // The names are checked when the handle is used.
+    /// let none = client.multi_lock(Vec::<String>::new());
+    /// assert!(none.try_lock().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
     where
@@ -94,6 +118,25 @@ impl Client {
 impl MultiLock {
     /// Selects a fixed lease for every member: each expires `lease` after
     /// it was taken, never renewed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client
+    ///     .multi_lock(["doc:multi:lease:a", "doc:multi:lease:b"])
+    ///     .lease(Duration::from_secs(10));
+    /// let both = multi.try_lock().await?;
+    /// assert!(both.guards().iter().all(|g| g.expires_at().is_some()));
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(mut self, lease: Duration) -> MultiLock {
         self.lease = Some(lease);
@@ -102,6 +145,20 @@ impl MultiLock {
 
     /// The member names, in the order they are taken (sorted, without
     /// duplicates).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:names:b", "doc:multi:names:a", "doc:multi:names:b"]);
+    /// // Sorted, without duplicates: every caller takes them in this order.
+    /// assert!(multi.names().eq(["doc:multi:names:a", "doc:multi:names:b"]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.names.iter().map(|n| &**n)
     }
@@ -123,6 +180,28 @@ impl MultiLock {
     /// is withdrawn in the background as a cancelled
     /// [`Lock::try_lock`](Lock::try_lock) is, and the members already taken
     /// are released in the background as dropped guards are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:try-lock:a", "doc:multi:try-lock:b"]);
+    /// let b = client.lock("doc:multi:try-lock:b").try_lock().await?;
+    /// let e = multi.try_lock().await.unwrap_err();
+    /// assert!(e.is_busy());
+    /// assert_eq!(e.key(), Some("doc:multi:try-lock:b"));
+    /// // All or none: `a` was not left held.
+    /// client.lock("doc:multi:try-lock:a").try_lock().await?.unlock().await?;
+    ///
+    /// b.unlock().await?;
+    /// let both = multi.try_lock().await?;
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock(&self) -> Result<MultiGuard, Error> {
         let started = Instant::now();
         let mut waiter = Waiter {
@@ -151,6 +230,28 @@ impl MultiLock {
     ///
     /// As [`try_lock`](MultiLock::try_lock); a waiter also leaves the
     /// member's release channel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:try-lock-for:a", "doc:multi:try-lock-for:b"]);
+    /// let a = client.lock("doc:multi:try-lock-for:a").try_lock().await?;
+    /// tokio::spawn(async move {
+    ///     tokio::time::sleep(Duration::from_millis(50)).await;
+    ///     a.unlock().await
+    /// });
+    /// // Woken by the release of `a`.
+    /// let both = multi.try_lock_for(Duration::from_secs(5)).await?;
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<MultiGuard, Error> {
         if wait.is_zero() {
             return self.try_lock().await;
@@ -168,6 +269,24 @@ impl MultiLock {
     /// # Cancel safety
     ///
     /// As [`try_lock_for`](MultiLock::try_lock_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:lock:a", "doc:multi:lock:b"]);
+    /// let both = tokio::time::timeout(Duration::from_secs(30), multi.lock())
+    ///     .await
+    ///     .expect("acquired within 30 s")?;
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lock(&self) -> Result<MultiGuard, Error> {
         self.wait(None).await
     }
@@ -282,6 +401,22 @@ async fn release_all(mut taken: Vec<LockGuard>) {
 /// Every member of a [`MultiLock`], held. Release them with
 /// [`unlock`](MultiGuard::unlock); dropped, each member is released in the
 /// background as a dropped [`LockGuard`] is.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let multi = client.multi_lock(["doc:multi:guard:a", "doc:multi:guard:b"]);
+/// let both = multi.try_lock().await?;
+/// assert_eq!(both.guards().len(), 2);
+/// // ... work on both ...
+/// both.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "dropping the guard releases the locks at once; hold it for the critical section and call `unlock().await`"]
 pub struct MultiGuard {
     /// In the order taken (sorted by name).
@@ -292,11 +427,46 @@ impl MultiGuard {
     /// The members' guards, in the order they were taken (sorted by name):
     /// each with its own [fencing token](LockGuard::fencing_token), for
     /// the resource that member protects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:guards:b", "doc:multi:guards:a"]);
+    /// let both = multi.try_lock().await?;
+    /// for guard in both.guards() {
+    ///     println!("{}: token {}", guard.name(), guard.fencing_token());
+    /// }
+    /// assert_eq!(both.guards()[0].name(), "doc:multi:guards:a");
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn guards(&self) -> &[LockGuard] {
         &self.guards
     }
 
     /// The fencing token of member `name`, if it is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:token:a", "doc:multi:token:b"]);
+    /// let both = multi.try_lock().await?;
+    /// let token = both.fencing_token("doc:multi:token:a").expect("a member");
+    /// // ... write account `a` with `token` ...
+    /// assert_eq!(both.fencing_token("doc:multi:token:c"), None);
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fencing_token(&self, name: &str) -> Option<u64> {
         self.guards
             .iter()
@@ -316,6 +486,22 @@ impl MultiGuard {
     ///
     /// Dropping the future drops the guards not yet released, which release
     /// in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:unlock:a", "doc:multi:unlock:b"]);
+    /// let both = multi.try_lock().await?;
+    /// both.unlock().await?;
+    /// // Every member is free again.
+    /// client.lock("doc:multi:unlock:b").try_lock().await?.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn unlock(mut self) -> Result<(), Error> {
         let mut first = None;
         while let Some(guard) = self.guards.pop() {
@@ -333,6 +519,26 @@ impl MultiGuard {
     /// # Cancel safety
     ///
     /// Cancel safe, as [`LockGuard::lost`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client
+    ///     .multi_lock(["doc:multi:lost:a", "doc:multi:lost:b"])
+    ///     .lease(Duration::from_millis(50));
+    /// let both = multi.try_lock().await?;
+    /// let (name, reason) = both.lost().await;
+    /// assert!(name.starts_with("doc:multi:lost:"));
+    /// assert_eq!(reason, redlease::LostReason::Expired);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lost(&self) -> (String, LostReason) {
         if self.guards.is_empty() {
             // Only after `unlock` began: nothing left to lose.
@@ -346,6 +552,26 @@ impl MultiGuard {
     }
 
     /// Returns true if any member is lost, as [`LockGuard::is_lost`] says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client
+    ///     .multi_lock(["doc:multi:is-lost:a", "doc:multi:is-lost:b"])
+    ///     .lease(Duration::from_millis(80));
+    /// let both = multi.try_lock().await?;
+    /// assert!(!both.is_lost());
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// assert!(both.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.guards.iter().any(LockGuard::is_lost)
     }

@@ -47,12 +47,19 @@ const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 /// master that restarts without persistence forgets its grants: restart
 /// masters only after a lease has passed.
 ///
-/// ```no_run
-/// # async fn demo(a: redlease::Client, b: redlease::Client, c: redlease::Client)
-/// # -> Result<(), redlease::Error> {
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+/// # let a = redlease::Client::connect(&masters[0].url()).await?;
+/// # let b = redlease::Client::connect(&masters[1].url()).await?;
+/// # let c = redlease::Client::connect(&masters[2].url()).await?;
 /// use std::time::Duration;
 ///
-/// let redlock = redlease::RedLock::new([a, b, c], "reports:nightly")?
+/// // a, b, c: clients of three independent masters.
+/// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:nightly")?
 ///     .lease(Duration::from_secs(30));
 /// let guard = redlock.try_lock_for(Duration::from_secs(5)).await?;
 /// // ... work until guard.valid_until() at the latest ...
@@ -75,6 +82,26 @@ impl RedLock {
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) without clients.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// // One client per master.
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:new")?;
+    /// assert_eq!(redlock.quorum(), 2);
+    ///
+    /// let none: Vec<redlease::Client> = Vec::new();
+    /// let e = redlease::RedLock::new(none, "doc:redlock:new").unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(
         clients: impl IntoIterator<Item = Client>,
         name: impl Into<String>,
@@ -92,6 +119,27 @@ impl RedLock {
     }
 
     /// The lease on each master (default 10 s); the validity is shorter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:lease")?
+    ///     .lease(Duration::from_secs(20));
+    /// let guard = redlock.try_lock().await?;
+    /// // Valid for less than the lease: the acquire and the drift take their share.
+    /// assert!(guard.valid_until() < Instant::now() + Duration::from_secs(20));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(mut self, lease: Duration) -> RedLock {
         self.lease = lease;
@@ -100,6 +148,26 @@ impl RedLock {
 
     /// How long one master may take to answer an acquire (default 50 ms):
     /// a master down or slow costs at most this.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// // Masters across a WAN: give each 200 ms to answer.
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:master-timeout")?
+    ///     .master_timeout(Duration::from_millis(200));
+    /// let guard = redlock.try_lock().await?;
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`master_timeout` returns a new handle; use it to acquire"]
     pub fn master_timeout(mut self, timeout: Duration) -> RedLock {
         self.master_timeout = timeout;
@@ -107,6 +175,22 @@ impl RedLock {
     }
 
     /// The number of masters that must grant the lock: N/2 + 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:quorum")?;
+    /// // 3 masters: 2 must grant it; one may be down.
+    /// assert_eq!(redlock.quorum(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn quorum(&self) -> usize {
         self.clients.len() / 2 + 1
     }
@@ -131,6 +215,24 @@ impl RedLock {
     /// Dropping the future leaves nothing held: each master's acquire is
     /// withdrawn as a cancelled [`Lock::try_lock`](crate::Lock::try_lock)
     /// is, and what was granted is released as dropped guards are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:try-lock")?;
+    /// let guard = redlock.try_lock().await?;
+    /// // Held: a second attempt finds no master to grant it.
+    /// assert!(redlock.try_lock().await.unwrap_err().is_busy());
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock(&self) -> Result<RedLockGuard, Error> {
         let started = Instant::now();
         self.attempt()
@@ -148,6 +250,28 @@ impl RedLock {
     /// # Cancel safety
     ///
     /// As [`try_lock`](RedLock::try_lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:try-lock-for")?
+    ///     .lease(Duration::from_millis(100));
+    /// let first = redlock.try_lock().await?;
+    /// // Retries until the first holder's 100 ms lease is over.
+    /// let second = redlock.try_lock_for(Duration::from_secs(2)).await?;
+    /// assert!(first.is_lost());
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<RedLockGuard, Error> {
         let started = Instant::now();
         let deadline = started + wait;
@@ -282,6 +406,28 @@ async fn release_all(granted: Vec<LockGuard>) {
 /// Dropping the guard without `unlock` releases it on every master in the
 /// background, as a dropped [`LockGuard`] does, and withdraws the requests
 /// still in flight.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+/// # let a = redlease::Client::connect(&masters[0].url()).await?;
+/// # let b = redlease::Client::connect(&masters[1].url()).await?;
+/// # let c = redlease::Client::connect(&masters[2].url()).await?;
+/// use std::time::Duration;
+///
+/// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:guard")?
+///     .lease(Duration::from_secs(10));
+/// let guard = redlock.try_lock().await?;
+/// assert!(guard.masters() >= redlock.quorum());
+/// assert!(!guard.is_lost());
+/// // ... work until guard.valid_until() at the latest ...
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
 #[derive(Debug)]
 pub struct RedLockGuard {
@@ -303,12 +449,47 @@ pub struct RedLockGuard {
 
 impl RedLockGuard {
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:name")?;
+    /// let guard = redlock.try_lock().await?;
+    /// assert_eq!(guard.name(), "doc:redlock:name");
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// How many masters hold it now: the quorum that granted it before the
     /// acquire returned, plus those that granted it since.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:masters")?;
+    /// let guard = redlock.try_lock().await?;
+    /// // At least a quorum; more as late grants come in.
+    /// assert!((2..=3).contains(&guard.masters()));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn masters(&self) -> usize {
         self.guards.len() + self.late.as_ref().map_or(0, mpsc::UnboundedReceiver::len)
     }
@@ -325,11 +506,53 @@ impl RedLockGuard {
     /// When the lock stops being valid by this process's clock (the lease
     /// from the start of the acquire, minus the drift allowance): never past
     /// the lease.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:valid-until")?
+    ///     .lease(Duration::from_secs(10));
+    /// let guard = redlock.try_lock().await?;
+    /// let left = guard.valid_until().saturating_duration_since(Instant::now());
+    /// assert!(left > Duration::from_secs(9) && left < Duration::from_secs(10));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn valid_until(&self) -> std::time::Instant {
         self.valid_until.into_std()
     }
 
     /// Whether the validity has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:is-lost")?
+    ///     .lease(Duration::from_millis(100));
+    /// let guard = redlock.try_lock().await?;
+    /// assert!(!guard.is_lost());
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// assert!(guard.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         Instant::now() >= self.valid_until
     }
@@ -340,6 +563,29 @@ impl RedLockGuard {
     /// # Cancel safety
     ///
     /// Cancel safe: it only reads the clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:lost")?
+    ///     .lease(Duration::from_millis(100));
+    /// let guard = redlock.try_lock().await?;
+    /// let work = tokio::time::sleep(Duration::from_secs(10)); // longer than the lease
+    /// tokio::select! {
+    ///     () = work => println!("done in time"),
+    ///     reason = guard.lost() => assert_eq!(reason, redlease::LostReason::Expired),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lost(&self) -> LostReason {
         sleep_until(self.valid_until).await;
         LostReason::Expired
@@ -360,6 +606,28 @@ impl RedLockGuard {
     ///
     /// Dropping the future leaves the validity as it was (the masters may
     /// have been extended: the guard errs on the early side).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:extend")?
+    ///     .lease(Duration::from_secs(5));
+    /// let mut guard = redlock.try_lock().await?;
+    /// let before = guard.valid_until();
+    /// guard.extend(Duration::from_secs(30)).await?;
+    /// assert!(guard.valid_until() > before);
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn extend(&mut self, lease: Duration) -> Result<(), Error> {
         if self.is_lost() {
             return Err(Error::not_owner(&self.name));
@@ -389,6 +657,24 @@ impl RedLockGuard {
     ///
     /// Dropping the future drops the masters' guards, which release in the
     /// background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:unlock")?;
+    /// let guard = redlock.try_lock().await?;
+    /// guard.unlock().await?;
+    /// // Free on every master again.
+    /// redlock.try_lock().await?.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn unlock(mut self) -> Result<(), Error> {
         if let Some(late) = &mut self.late {
             // Closed first, so that no grant can come in after the last one

@@ -30,12 +30,19 @@ use crate::lock::Lock;
 /// (Redisson's does): that is refused with an error for which
 /// [`is_invalid_argument`](crate::Error::is_invalid_argument) is true.
 ///
-/// ```no_run
-/// # async fn demo(client: redlease::Client) -> Result<(), redlease::Error> {
-/// let rw = client.read_write_lock("catalog:prices");
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let rw = client.read_write_lock("doc:rwlock:prices");
 /// let reading = rw.read().try_lock().await?;
 /// // ... read the cache: other readers may read too ...
+/// let also_reading = rw.read().try_lock().await?;
 /// reading.unlock().await?;
+/// also_reading.unlock().await?;
 ///
 /// let writing = rw.write().lock().await?;
 /// // ... rebuild the cache alone ...
@@ -53,6 +60,24 @@ impl Client {
     /// Returns a handle to the read-write lock called `name`. Nothing is
     /// sent to Redis until one of its sides is used, and the name is checked
     /// then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("doc:rwlock:handle");
+    /// let writing = rw.write().try_lock().await?;
+    /// writing.unlock().await?;
+    ///
+    /// // The name is checked when a side is used.
+    /// let e = client.read_write_lock("").read().try_lock().await.unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         ReadWriteLock {
@@ -64,18 +89,67 @@ impl Client {
 
 impl ReadWriteLock {
     /// The lock's name, which is also its Redis key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("doc:rwlock:name");
+    /// assert_eq!(rw.name(), "doc:rwlock:name");
+    /// assert_eq!(rw.read().name(), rw.write().name());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The read side: shared with every other read hold, excluded by a
     /// write hold of another owner.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("doc:rwlock:read");
+    /// let reading = rw.read().try_lock().await?;
+    /// // Readers share the lock; a writer waits for them.
+    /// let also_reading = rw.read().try_lock().await?;
+    /// assert!(rw.write().try_lock().await.unwrap_err().is_busy());
+    /// reading.unlock().await?;
+    /// also_reading.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn read(&self) -> Lock {
         Lock::new(self.client.clone(), Kind::Read, self.name.to_string())
     }
 
     /// The write side: excludes every other hold of the lock, read or write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("doc:rwlock:write");
+    /// let writing = rw.write().try_lock().await?;
+    /// // A writer excludes readers and other writers.
+    /// assert!(rw.read().try_lock().await.unwrap_err().is_busy());
+    /// assert!(rw.write().try_lock().await.unwrap_err().is_busy());
+    /// writing.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn write(&self) -> Lock {
         Lock::new(self.client.clone(), Kind::Write, self.name.to_string())
