@@ -13,6 +13,21 @@ use crate::scripts::ScriptCall;
 /// The largest count accepted: 2^53 - 1. The scripts compare and return
 /// counts as Lua numbers, which are doubles and exact only up to 2^53
 /// (Redisson's scripts do the same arithmetic in Lua).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let permits = client.semaphore("doc:count:max");
+/// let e = permits.try_set_permits(redlease::MAX_COUNT + 1).await.unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// assert!(permits.try_set_permits(redlease::MAX_COUNT).await?);
+/// # Ok(())
+/// # }
+/// ```
 pub const MAX_COUNT: u64 = (1 << 53) - 1;
 
 /// Checks a semaphore's or latch's name before anything is sent: a valid

@@ -19,6 +19,30 @@ static DEFAULT: OnceLock<Client> = OnceLock::new();
 /// # Errors
 ///
 /// The given client, when a default client is installed already.
+///
+/// # Examples
+///
+/// ```
+/// /// Runs under the lock `doc:declare:report:<day>`, without `client = ..`.
+/// #[redlease::distributed_lock(key = "doc:declare:report:{day}")]
+/// async fn nightly_report(day: u32) -> Result<u32, redlease::Error> {
+///     Ok(day)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// if redlease::install_default(client.clone()).is_err() {
+///     eprintln!("a default redlease client was installed already");
+/// }
+/// assert_eq!(nightly_report(7).await?, 7);
+///
+/// // A second call changes nothing and hands its client back.
+/// assert!(redlease::install_default(client).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn install_default(client: Client) -> Result<(), Client> {
     DEFAULT.set(client)
 }
@@ -29,6 +53,24 @@ pub fn install_default(client: Client) -> Result<(), Client> {
 ///
 /// An error for which [`is_invalid_argument`](Error::is_invalid_argument) is
 /// true when none is installed.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// // None installed yet.
+/// assert!(redlease::default_client().unwrap_err().is_invalid_argument());
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// redlease::install_default(client).expect("the first one installed");
+/// let client = redlease::default_client()?;
+/// let guard = client.lock("doc:declare:default-client").try_lock().await?;
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub fn default_client() -> Result<Client, Error> {
     DEFAULT.get().cloned().ok_or_else(|| {
         Error::invalid(

@@ -11,6 +11,30 @@ use std::time::Duration;
 
 /// What went wrong, for callers that prefer a `match` over the `is_*`
 /// predicates on [`Error`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::ErrorKind;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:error:kind");
+/// let guard = lock.try_lock().await?;
+/// match lock.try_lock().await {
+///     Ok(other) => other.unlock().await?,
+///     Err(e) => match e.kind() {
+///         ErrorKind::Busy => println!("busy, try again later"),
+///         ErrorKind::Timeout | ErrorKind::Connection => println!("Redis is unwell: {e}"),
+///         _ => return Err(e),
+///     },
+/// }
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -54,6 +78,25 @@ pub enum ErrorKind {
 /// Use the predicates ([`is_busy`](Error::is_busy),
 /// [`is_not_owner`](Error::is_not_owner), ...) or [`kind`](Error::kind) to
 /// branch; the `Display` output is for people and may change.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:error:type");
+/// let holder = lock.try_lock().await?;
+/// match lock.try_lock().await {
+///     Ok(guard) => guard.unlock().await?,
+///     Err(e) if e.is_busy() => println!("{e}; try again later"),
+///     Err(e) => return Err(e),
+/// }
+/// holder.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Error {
     inner: Box<Inner>,
 }
@@ -163,6 +206,19 @@ impl Error {
     }
 
     /// Returns the kind of this error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let e = client.lock("").try_lock().await.unwrap_err();
+    /// assert_eq!(e.kind(), redlease::ErrorKind::InvalidArgument);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kind(&self) -> ErrorKind {
         self.inner.kind
     }
@@ -170,18 +226,70 @@ impl Error {
     /// Returns true if and only if the lock was held by another owner for the
     /// whole wait. [`key`](Error::key) and [`waited`](Error::waited) say which
     /// lock and for how long.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:error:is-busy");
+    /// let guard = lock.try_lock().await?;
+    /// let e = lock.try_lock_for(Duration::from_millis(50)).await.unwrap_err();
+    /// assert!(e.is_busy());
+    /// assert_eq!(e.key(), Some("doc:error:is-busy"));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_busy(&self) -> bool {
         self.inner.kind == ErrorKind::Busy
     }
 
     /// Returns true if and only if an owner-checked operation found that the
     /// lock was no longer ours (expired, released, or taken by someone else).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:error:is-not-owner").lease(Duration::from_millis(50));
+    /// let guard = lock.try_lock().await?;
+    /// tokio::time::sleep(Duration::from_millis(100)).await; // past the lease
+    /// assert!(guard.unlock().await.unwrap_err().is_not_owner());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_not_owner(&self) -> bool {
         self.inner.kind == ErrorKind::NotOwner
     }
 
     /// Returns true if and only if the input was rejected before anything was
     /// sent to Redis.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// assert!(client.lock("").try_lock().await.unwrap_err().is_invalid_argument());
+    /// let no_lease = client.lock("doc:error:invalid").lease(Duration::ZERO);
+    /// assert!(no_lease.try_lock().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_invalid_argument(&self) -> bool {
         self.inner.kind == ErrorKind::InvalidArgument
     }
@@ -189,17 +297,73 @@ impl Error {
     /// Returns true if and only if the key holds a value that is not the
     /// structure asked for: not a lock hash, or, for a semaphore or a
     /// latch, not a string holding an integer. Nothing was written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// // A semaphore keeps a string where a lock keeps a hash.
+    /// client.semaphore("doc:error:wrong-type").try_set_permits(3).await?;
+    /// let e = client.lock("doc:error:wrong-type").try_lock().await.unwrap_err();
+    /// assert!(e.is_wrong_type());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_wrong_type(&self) -> bool {
         self.inner.kind == ErrorKind::WrongType
     }
 
     /// Returns true if and only if Redis rejected or demanded credentials,
     /// or its ACL denies this user the commands a lock needs (`NOPERM`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use redlease_testkit::{RedisServer, ServerOptions};
+    ///
+    /// let server = RedisServer::start_with(ServerOptions {
+    ///     password: Some("s3cret".to_owned()),
+    ///     ..ServerOptions::default()
+    /// });
+    /// let wrong = format!("redis://:wrong@127.0.0.1:{}", server.port());
+    /// assert!(redlease::Client::connect(&wrong).await.unwrap_err().is_auth());
+    /// let right = format!("redis://:s3cret@127.0.0.1:{}", server.port());
+    /// let client = redlease::Client::connect(&right).await?;
+    /// client.lock("doc:error:is-auth").try_lock().await?.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_auth(&self) -> bool {
         self.inner.kind == ErrorKind::Auth
     }
 
     /// Returns true if and only if the server is a read-only replica.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use redlease_testkit::{RedisServer, ServerOptions};
+    ///
+    /// let master = RedisServer::start();
+    /// let replica = RedisServer::start_with(ServerOptions {
+    ///     replica_of: Some(master.port()),
+    ///     ..ServerOptions::default()
+    /// });
+    /// let client = redlease::Client::connect(&replica.url()).await?;
+    /// let e = client.lock("doc:error:read-only").try_lock().await.unwrap_err();
+    /// assert!(e.is_read_only());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_read_only(&self) -> bool {
         self.inner.kind == ErrorKind::ReadOnly
     }
@@ -207,18 +371,71 @@ impl Error {
     /// Returns true if and only if the lock was acquired on the master but
     /// not acknowledged by as many replicas as the client requires, and was
     /// released again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// // This test server has no replicas to acknowledge anything.
+    /// let client = redlease::Client::builder(&url)
+    ///     .require_replicas(1, Duration::from_millis(20))
+    ///     .build()
+    ///     .await?;
+    /// let e = client.lock("doc:error:not-replicated").try_lock().await.unwrap_err();
+    /// assert!(e.is_not_replicated());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_not_replicated(&self) -> bool {
         self.inner.kind == ErrorKind::NotReplicated
     }
 
     /// Returns true if and only if Redis did not answer in time. The command
     /// may have run: an acquire that timed out is released in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let server = redlease_testkit::RedisServer::start();
+    /// let client = redlease::Client::builder(&server.url())
+    ///     .response_timeout(Duration::from_millis(100))
+    ///     .build()
+    ///     .await?;
+    /// server.pause(); // connected, but silent
+    /// let e = client.lock("doc:error:timeout").try_lock().await.unwrap_err();
+    /// assert!(e.is_timeout());
+    /// # server.resume();
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_timeout(&self) -> bool {
         self.inner.kind == ErrorKind::Timeout
     }
 
     /// Returns true if and only if the connection to Redis could not be made
     /// or was lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// // Nothing listens on port 1.
+    /// let e = redlease::Client::connect("redis://127.0.0.1:1").await.unwrap_err();
+    /// assert!(e.is_connection());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_connection(&self) -> bool {
         self.inner.kind == ErrorKind::Connection
     }
@@ -227,6 +444,26 @@ impl Error {
     /// now and said so (a cluster that is down or re-electing a master, a
     /// slot in migration, a node loading its data); the command did not
     /// run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use redlease_testkit::{ClusterNodeOptions, RedisServer, ServerOptions};
+    ///
+    /// // A cluster node that serves no hash slot yet: `CLUSTERDOWN`.
+    /// let node = RedisServer::start_with(ServerOptions {
+    ///     cluster: Some(ClusterNodeOptions::default()),
+    ///     ..ServerOptions::default()
+    /// });
+    /// let client = redlease::Client::connect(&node.url()).await?;
+    /// let e = client.lock("doc:error:unavailable").try_lock().await.unwrap_err();
+    /// assert!(e.is_unavailable());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_unavailable(&self) -> bool {
         self.inner.kind == ErrorKind::Unavailable
     }
@@ -241,11 +478,45 @@ impl Error {
     }
 
     /// The lock name this error is about, if it is about one lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:error:key");
+    /// let guard = lock.try_lock().await?;
+    /// let e = lock.try_lock().await.unwrap_err();
+    /// assert_eq!(e.key(), Some("doc:error:key"));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn key(&self) -> Option<&str> {
         self.inner.key.as_deref()
     }
 
     /// For a busy error, how long the caller waited before giving up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:error:waited");
+    /// let guard = lock.try_lock().await?;
+    /// let e = lock.try_lock_for(Duration::from_millis(50)).await.unwrap_err();
+    /// assert!(e.waited() >= Some(Duration::from_millis(50)));
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn waited(&self) -> Option<Duration> {
         self.inner.waited
     }

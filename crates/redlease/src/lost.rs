@@ -8,6 +8,29 @@ use tokio::sync::watch;
 
 /// Why a guard's lock is no longer (or may no longer be) ours; returned by
 /// [`LockGuard::lost`](crate::LockGuard::lost).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// use redlease::LostReason;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:lost:reason").lease(Duration::from_millis(50));
+/// let guard = lock.try_lock().await?;
+/// match guard.lost().await {
+///     LostReason::Expired => println!("the lease ran out: stop writing"),
+///     LostReason::OwnerChanged => println!("someone else has the lock"),
+///     reason => println!("no longer ours: {reason}"),
+/// }
+/// assert_eq!(guard.lost().await.to_string(), "the fixed lease expired");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LostReason {

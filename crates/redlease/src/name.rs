@@ -10,6 +10,20 @@ use redlease_grammar::limits::MAX_LEASE;
 /// but a name this long is almost always a bug (a whole payload
 /// interpolated into the key), and every byte is sent on every acquire and
 /// renewal.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let long = "x".repeat(redlease::MAX_NAME_LEN + 1);
+/// let e = client.lock(long).try_lock().await.unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// # Ok(())
+/// # }
+/// ```
 pub use redlease_grammar::limits::MAX_NAME_LEN;
 
 /// Checks a lock name before anything is sent.

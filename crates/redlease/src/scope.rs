@@ -76,6 +76,32 @@ struct Entry {
 ///
 /// `scope` is as cancel safe as `fut`: dropping it drops `fut`, and the
 /// guards `fut` held release as dropped guards do.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:scope:reenter");
+/// redlease::scope(async {
+///     let outer = lock.try_lock().await?;
+///     // ... a helper that takes the same lock: re-entered, not busy ...
+///     let inner = lock.try_lock().await?;
+///     assert_eq!(inner.fencing_token(), outer.fencing_token());
+///     inner.unlock().await?;
+///     outer.unlock().await
+/// })
+/// .await?;
+///
+/// // Outside a scope, every acquisition is an owner of its own.
+/// let guard = lock.try_lock().await?;
+/// assert!(lock.try_lock().await.unwrap_err().is_busy());
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn scope<F: Future>(fut: F) -> F::Output {
     if SCOPE.try_with(|_| ()).is_ok() {
         fut.await
