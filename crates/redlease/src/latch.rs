@@ -55,6 +55,29 @@ use crate::wait::{self, Attempt, Contender};
 /// wakes every waiter of a redlease client to check the count again, so
 /// they return (Redisson's waiters do not wake on `1`: open a latch that
 /// Java services wait on with [`count_down`](CountDownLatch::count_down)).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let shards = client.count_down_latch("doc:latch:shards");
+/// shards.try_set_count(2).await?; // two shards to import
+/// for _ in 0..2 {
+///     let done = shards.clone();
+///     tokio::spawn(async move {
+///         // ... import one shard ...
+///         done.count_down().await
+///     });
+/// }
+/// assert!(shards.wait_for(Duration::from_secs(10)).await?); // both done
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct CountDownLatch {
     client: Client,
@@ -65,6 +88,23 @@ pub struct CountDownLatch {
 impl Client {
     /// Returns a handle to the count-down latch called `name`. Nothing is
     /// sent to Redis until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:handle");
+    /// assert_eq!(shards.name(), "doc:latch:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.count_down_latch("");
+    /// assert!(nameless.count().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a latch handle does nothing until it is used"]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch {
@@ -76,6 +116,19 @@ impl Client {
 
 impl CountDownLatch {
     /// The latch's name, which is also its Redis key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:name");
+    /// assert_eq!(shards.name(), "doc:latch:name"); // also the Redis key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -99,6 +152,21 @@ impl CountDownLatch {
     /// Once polled, the script runs to completion even if the future is
     /// dropped: the latch is then armed (or not) as if the caller had
     /// waited, and the answer is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:try-set");
+    /// assert!(shards.try_set_count(3).await?); // armed here
+    /// assert!(!shards.try_set_count(5).await?); // armed already: left as it is
+    /// assert_eq!(shards.count().await?, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_set_count(&self, count: u64) -> Result<bool, Error> {
         let count = count::check_count("count", count, 1)?;
         let conn = self.conn()?;
@@ -129,6 +197,24 @@ impl CountDownLatch {
     /// Once polled, the count-down runs to completion even if the future
     /// is dropped, so it counts exactly once; a future dropped before its
     /// first poll sends nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:count-down");
+    /// shards.try_set_count(2).await?;
+    /// shards.count_down().await?;
+    /// assert_eq!(shards.count().await?, 1);
+    /// shards.count_down().await?; // zero: open, and every waiter wakes
+    /// shards.count_down().await?; // an open latch stays open
+    /// assert_eq!(shards.count().await?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn count_down(&self) -> Result<(), Error> {
         let conn = self.conn()?;
         let call = scripts::count_down(&self.name, conn.publish());
@@ -154,6 +240,21 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// Cancel safe: a read only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:count");
+    /// assert_eq!(shards.count().await?, 0); // never armed: open
+    /// shards.try_set_count(4).await?;
+    /// assert_eq!(shards.count().await?, 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn count(&self) -> Result<u64, Error> {
         let conn = self.conn()?;
         let count = self.read(conn).await?;
@@ -192,6 +293,26 @@ impl CountDownLatch {
     ///
     /// Cancel safe: waiting writes nothing. Dropping the future leaves the
     /// channel, unsubscribing if it was the client's last waiter on it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:wait-for");
+    /// shards.try_set_count(1).await?;
+    /// assert!(!shards.wait_for(Duration::from_millis(50)).await?); // still armed
+    ///
+    /// let last = shards.clone();
+    /// tokio::spawn(async move { last.count_down().await });
+    /// assert!(shards.wait_for(Duration::from_secs(10)).await?); // opened in time
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn wait_for(&self, timeout: Duration) -> Result<bool, Error> {
         match self.wait_until(Some(timeout)).await {
             Ok(()) => Ok(true),
@@ -213,6 +334,27 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// As [`wait_for`](CountDownLatch::wait_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:wait");
+    /// shards.try_set_count(1).await?;
+    /// let last = shards.clone();
+    /// tokio::spawn(async move { last.count_down().await });
+    /// // Bounded, in case Redis stays down.
+    /// tokio::time::timeout(Duration::from_secs(10), shards.wait())
+    ///     .await
+    ///     .expect("the latch opens within 10 s")?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn wait(&self) -> Result<(), Error> {
         self.wait_until(None).await
     }
@@ -231,6 +373,22 @@ impl CountDownLatch {
     ///
     /// Once polled, the deletion runs to completion even if the future is
     /// dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:delete");
+    /// shards.try_set_count(3).await?;
+    /// assert!(shards.delete().await?); // it was armed
+    /// assert!(!shards.delete().await?);
+    /// assert_eq!(shards.count().await?, 0); // deleted reads as open
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn delete(&self) -> Result<bool, Error> {
         let conn = self.conn()?;
         let call = scripts::delete(&self.name, conn.publish());

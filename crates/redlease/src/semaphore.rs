@@ -50,6 +50,26 @@ use crate::wait::{self, Attempt, Contender};
 /// sleep: a message lost while the connection is up (a Redis that drops
 /// pub/sub output, say) leaves a waiter asleep until the next one or its
 /// deadline; a lost connection wakes every waiter to check again.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let exports = client.semaphore("doc:semaphore:exports");
+/// exports.try_set_permits(2).await?; // at most 2 exports at once, fleet-wide
+/// if exports.try_acquire_for(1, Duration::from_secs(5)).await? {
+///     // ... the export ...
+///     exports.release(1).await?;
+/// }
+/// assert_eq!(exports.available_permits().await?, 2);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Semaphore {
     client: Client,
@@ -60,6 +80,23 @@ pub struct Semaphore {
 impl Client {
     /// Returns a handle to the semaphore called `name`. Nothing is sent to
     /// Redis until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let imports = client.semaphore("doc:semaphore:handle");
+    /// assert_eq!(imports.name(), "doc:semaphore:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.semaphore("");
+    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a semaphore handle does nothing until it is used"]
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         Semaphore {
@@ -71,6 +108,19 @@ impl Client {
 
 impl Semaphore {
     /// The semaphore's name, which is also its Redis key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:name");
+    /// assert_eq!(exports.name(), "doc:semaphore:name"); // also the Redis key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -93,6 +143,21 @@ impl Semaphore {
     /// Once polled, the script runs to completion even if the future is
     /// dropped: the permits are then set (or not) as if the caller had
     /// waited, and the answer is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:try-set");
+    /// assert!(exports.try_set_permits(4).await?); // set here
+    /// assert!(!exports.try_set_permits(10).await?); // set already: left as it is
+    /// assert_eq!(exports.available_permits().await?, 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
         let permits = count::check_count("permits", permits, 0)?;
         let conn = self.conn()?;
@@ -126,6 +191,21 @@ impl Semaphore {
     /// # Cancel safety
     ///
     /// As [`try_set_permits`](Semaphore::try_set_permits).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:set");
+    /// exports.try_set_permits(4).await?;
+    /// exports.set_permits(2).await?; // whatever it was
+    /// assert_eq!(exports.available_permits().await?, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_count("permits", permits, 0)?;
         let conn = self.conn()?;
@@ -150,6 +230,22 @@ impl Semaphore {
     ///
     /// As [`try_set_permits`](Semaphore::try_set_permits): once polled, the
     /// permits are added exactly once even if the future is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:add");
+    /// exports.add_permits(3).await?; // a missing key counts as 0
+    /// exports.add_permits(-5).await?; // may go below zero
+    /// assert_eq!(exports.available_permits().await?, -2);
+    /// assert!(!exports.try_acquire(1).await?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
         count::check_count("the change of permits", delta.unsigned_abs(), 0)?;
         let conn = self.conn()?;
@@ -173,6 +269,22 @@ impl Semaphore {
     /// # Cancel safety
     ///
     /// Cancel safe: a read only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:available");
+    /// assert_eq!(exports.available_permits().await?, 0); // never set
+    /// exports.try_set_permits(3).await?;
+    /// exports.acquire(2).await?;
+    /// assert_eq!(exports.available_permits().await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn available_permits(&self) -> Result<i64, Error> {
         let conn = self.conn()?;
         count::get(conn, &self.name)
@@ -202,6 +314,22 @@ impl Semaphore {
     /// later than the response timeout, after the script ran; the permits
     /// it took then stay taken, and the caller gets a connection or
     /// time-out error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:try-acquire");
+    /// exports.try_set_permits(1).await?;
+    /// assert!(exports.try_acquire(1).await?);
+    /// assert!(!exports.try_acquire(1).await?); // none left: nothing taken
+    /// exports.release(1).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_acquire(&self, permits: u64) -> Result<bool, Error> {
         let permits = count::check_count("permits", permits, 1)?;
         let conn = self.conn()?;
@@ -237,6 +365,27 @@ impl Semaphore {
     /// channel (unsubscribing if it was the client's last waiter on it) and
     /// hands a wake-up it had received but not used to the next local
     /// waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:try-acquire-for");
+    /// exports.try_set_permits(1).await?;
+    /// assert!(exports.try_acquire_for(1, Duration::from_secs(5)).await?);
+    ///
+    /// // Another task gives the permit back; the waiter wakes at its message.
+    /// let releaser = exports.clone();
+    /// tokio::spawn(async move { releaser.release(1).await });
+    /// assert!(exports.try_acquire_for(1, Duration::from_secs(5)).await?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_acquire_for(&self, permits: u64, wait: Duration) -> Result<bool, Error> {
         if wait.is_zero() {
             return self.try_acquire(permits).await;
@@ -261,6 +410,26 @@ impl Semaphore {
     /// # Cancel safety
     ///
     /// As [`try_acquire_for`](Semaphore::try_acquire_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:acquire");
+    /// exports.try_set_permits(2).await?;
+    /// // Bounded, in case Redis stays down.
+    /// tokio::time::timeout(Duration::from_secs(10), exports.acquire(2))
+    ///     .await
+    ///     .expect("two permits within 10 s")?;
+    /// assert_eq!(exports.available_permits().await?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn acquire(&self, permits: u64) -> Result<(), Error> {
         self.wait(permits, None).await
     }
@@ -281,6 +450,24 @@ impl Semaphore {
     /// dropped, so a release cancelled on its way (by a time-out around the
     /// caller, say) still gives the permits back. A future dropped before
     /// its first poll sends nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore:release");
+    /// exports.try_set_permits(1).await?;
+    /// if exports.try_acquire(1).await? {
+    ///     // ... the export ...
+    ///     exports.release(1).await?;
+    /// }
+    /// assert_eq!(exports.available_permits().await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn release(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_count("permits", permits, 1)?;
         let conn = self.conn()?;

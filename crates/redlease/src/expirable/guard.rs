@@ -44,6 +44,23 @@ pub(super) enum Lease {
 /// and never panics, but nobody learns whether the release worked. With no
 /// runtime (dropped on a plain thread) it only stops the renewal, and the
 /// permit comes back to the pool when its lease ends.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let exports = client.expirable_semaphore("doc:expirable:guard");
+/// exports.try_set_permits(2).await?;
+/// let permit = exports.acquire().await?; // renewed while it lives
+/// // ... the export ...
+/// permit.release().await?;
+/// assert_eq!(exports.available_permits().await?, 2);
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "dropping the guard releases the permit at once; hold it for the work and call `release().await`"]
 #[clippy::has_significant_drop]
 pub struct PermitGuard {
@@ -121,11 +138,44 @@ impl PermitGuard {
     /// returns it: a Java service given this id can release the permit with
     /// `release(id)`, and [`ExpirableSemaphore::release_by_id`](crate::ExpirableSemaphore::release_by_id)
     /// takes it too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:id");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// assert_eq!(permit.id().len(), 32);
+    /// assert!(permit.id().bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> &str {
         &self.id
     }
 
     /// The semaphore's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:guard-name");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// assert_eq!(permit.name(), "doc:expirable:guard-name");
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -149,6 +199,27 @@ impl PermitGuard {
     ///
     /// Dropping the future drops the guard, so the release is still sent, in
     /// the background, as for any dropped guard.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:release");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// // ... the export ...
+    /// match permit.release().await {
+    ///     Ok(()) => {}
+    ///     Err(e) if e.is_not_owner() => eprintln!("the permit had expired: {e}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// assert_eq!(exports.available_permits().await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn release(mut self) -> Result<(), Error> {
         self.stop_renewal();
         let conn = self.client.conn();
@@ -181,6 +252,27 @@ impl PermitGuard {
     ///
     /// Cancel safe: the loss is recorded in the guard, so a later call (or
     /// [`is_lost`](PermitGuard::is_lost)) still sees it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    /// use redlease::LostReason;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:lost");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.lease(Duration::from_millis(50)).try_acquire().await?;
+    /// tokio::select! {
+    ///     reason = permit.lost() => assert_eq!(reason, LostReason::Expired), // stop work
+    ///     _ = tokio::time::sleep(Duration::from_secs(10)) => unreachable!("the long export"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lost(&self) -> LostReason {
         match self.expires_at {
             None => self.lost.wait().await,
@@ -194,6 +286,25 @@ impl PermitGuard {
     /// Returns true if [`lost`](PermitGuard::lost) would resolve now, or is
     /// about to: a renewed permit whose deadline has passed counts as lost at
     /// once, even before its renewal task has run to report it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:is-lost");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.lease(Duration::from_millis(30)).try_acquire().await?;
+    /// assert!(!permit.is_lost());
+    /// tokio::time::sleep(Duration::from_millis(60)).await;
+    /// assert!(permit.is_lost()); // the fixed lease ran out
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         let now = Instant::now();
         let expired = self.expires_at.is_some_and(|at| now >= at);

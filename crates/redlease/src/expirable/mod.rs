@@ -53,16 +53,19 @@ const MAX_PERMITS: i64 = i32::MAX as i64;
 /// Redisson's `leaseTime`): never renewed, the permit expires after it
 /// whatever happens.
 ///
-/// # Example
+/// # Examples
 ///
-/// ```no_run
-/// # async fn demo() -> Result<(), redlease::Error> {
-/// let client = redlease::Client::connect("redis://127.0.0.1:6379").await?;
-/// let exports = client.expirable_semaphore("reports:exports");
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let exports = client.expirable_semaphore("doc:expirable:exports");
 /// exports.try_set_permits(3).await?; // at most 3 exports at once, fleet-wide
 /// let permit = exports.acquire().await?;
 /// // ... the export ...
 /// permit.release().await?;
+/// assert_eq!(exports.acquired_permits().await?, 0);
 /// # Ok(())
 /// # }
 /// ```
@@ -79,6 +82,23 @@ impl Client {
     /// Returns a handle to the expirable semaphore called `name`
     /// (Redisson's `RPermitExpirableSemaphore`). Nothing is sent to Redis
     /// until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:handle");
+    /// assert_eq!(exports.name(), "doc:expirable:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.expirable_semaphore("");
+    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a semaphore handle does nothing until it is used"]
     pub fn expirable_semaphore(&self, name: impl Into<String>) -> ExpirableSemaphore {
         ExpirableSemaphore {
@@ -93,6 +113,26 @@ impl ExpirableSemaphore {
     /// Selects a fixed lease for the permits this handle acquires: each
     /// expires `lease` after it is acquired and is never renewed (Redisson's
     /// `leaseTime`). A lease under 1 ms is rejected when the handle is used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:lease");
+    /// exports.try_set_permits(1).await?;
+    /// let short = exports.clone().lease(Duration::from_millis(20));
+    /// let _permit = short.try_acquire().await?;
+    /// assert_eq!(exports.available_permits().await?, 0);
+    /// tokio::time::sleep(Duration::from_millis(60)).await; // never renewed
+    /// assert_eq!(exports.available_permits().await?, 1); // back in the pool
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(mut self, lease: Duration) -> ExpirableSemaphore {
         self.lease = Some(lease);
@@ -100,6 +140,19 @@ impl ExpirableSemaphore {
     }
 
     /// The semaphore's name, which is also the key of its free permits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:name");
+    /// assert_eq!(exports.name(), "doc:expirable:name"); // the free permits' key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -120,6 +173,21 @@ impl ExpirableSemaphore {
     ///
     /// One script, which runs whole or not at all: dropping the future
     /// leaves the permits set or not, and nothing else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:try-set");
+    /// assert!(exports.try_set_permits(3).await?); // set here
+    /// assert!(!exports.try_set_permits(10).await?); // set already: left as it is
+    /// assert_eq!(exports.available_permits().await?, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
@@ -142,6 +210,24 @@ impl ExpirableSemaphore {
     /// # Cancel safety
     ///
     /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:set");
+    /// exports.try_set_permits(3).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// exports.set_permits(5).await?; // 5 in all: 1 acquired, 4 free
+    /// assert_eq!(exports.available_permits().await?, 4);
+    /// assert_eq!(exports.acquired_permits().await?, 1);
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
@@ -166,6 +252,23 @@ impl ExpirableSemaphore {
     /// # Cancel safety
     ///
     /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:add");
+    /// exports.add_permits(2).await?; // a missing key counts as 0
+    /// let too_many = exports.add_permits(i64::from(i32::MAX)).await;
+    /// assert!(too_many.unwrap_err().is_invalid_argument()); // beyond a Java int
+    /// exports.add_permits(-3).await?; // may go below zero
+    /// assert_eq!(exports.available_permits().await?, -1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn add_permits(&self, permits: i64) -> Result<(), Error> {
         self.check_name()?;
         let permits = self.check_count("added permits", permits, -MAX_PERMITS)?;
@@ -196,6 +299,23 @@ impl ExpirableSemaphore {
     ///
     /// Cancel safe: the reclaim it may run is what any later operation
     /// would do.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:available");
+    /// assert_eq!(exports.available_permits().await?, 0); // never set
+    /// exports.try_set_permits(2).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// assert_eq!(exports.available_permits().await?, 1);
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn available_permits(&self) -> Result<i64, Error> {
         Ok(self.counts().await?.available)
     }
@@ -210,6 +330,23 @@ impl ExpirableSemaphore {
     /// # Cancel safety
     ///
     /// As [`available_permits`](ExpirableSemaphore::available_permits).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:acquired");
+    /// exports.try_set_permits(2).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// assert_eq!(exports.acquired_permits().await?, 1); // by any client
+    /// permit.release().await?;
+    /// assert_eq!(exports.acquired_permits().await?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn acquired_permits(&self) -> Result<u64, Error> {
         Ok(self.counts().await?.acquired)
     }
@@ -233,6 +370,24 @@ impl ExpirableSemaphore {
     ///
     /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits): the
     /// permit is released or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:release-by-id");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// let id = permit.id().to_owned(); // handed over, to a Java service say
+    /// exports.release_by_id(&id).await?;
+    /// assert_eq!(exports.available_permits().await?, 1);
+    /// assert!(permit.release().await.unwrap_err().is_not_owner()); // released already
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn release_by_id(&self, permit_id: &str) -> Result<(), Error> {
         self.check_name()?;
         let raw = from_hex(permit_id).ok_or_else(|| {
@@ -266,6 +421,23 @@ impl ExpirableSemaphore {
     /// background on the same connection (so it runs after the acquire). The
     /// release changes nothing when the id is not there, so this is safe
     /// whether or not the acquire ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:try-acquire");
+    /// exports.try_set_permits(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// let busy = exports.try_acquire().await.unwrap_err(); // none left
+    /// assert!(busy.is_busy());
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_acquire(&self) -> Result<PermitGuard, Error> {
         self.observed(async {
             let lease_ms = self.prepare()?;
@@ -302,6 +474,27 @@ impl ExpirableSemaphore {
     /// behind. It also leaves the channel (unsubscribing if it was the
     /// client's last waiter on it), and hands a wake-up it had received but
     /// not used to the next local waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:try-acquire-for");
+    /// exports.try_set_permits(1).await?;
+    /// let first = exports.try_acquire_for(Duration::from_secs(5)).await?;
+    ///
+    /// // The holder releases in another task; the waiter wakes at its message.
+    /// tokio::spawn(first.release());
+    /// let second = exports.try_acquire_for(Duration::from_secs(5)).await?;
+    /// second.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<PermitGuard, Error> {
         if wait.is_zero() {
             return self.try_acquire().await;
@@ -322,6 +515,26 @@ impl ExpirableSemaphore {
     /// # Cancel safety
     ///
     /// As [`try_acquire_for`](ExpirableSemaphore::try_acquire_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:acquire");
+    /// exports.try_set_permits(1).await?;
+    /// // Bounded, in case Redis stays down.
+    /// let permit = tokio::time::timeout(Duration::from_secs(10), exports.acquire())
+    ///     .await
+    ///     .expect("a permit within 10 s")?;
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn acquire(&self) -> Result<PermitGuard, Error> {
         self.observed(self.wait(None)).await
     }
