@@ -48,6 +48,19 @@ use crate::layout::{
 };
 
 /// What the user may do.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::acl::{self, Access};
+///
+/// let service = acl::setuser("orders-svc", &["orders:"], Access::Locks)?;
+/// let operator = acl::setuser("orders-ops", &["orders:"], Access::Admin)?;
+/// let scans = |rules: &acl::SetUser| rules.args().iter().any(|a| a == "+scan");
+/// assert!(!scans(&service));
+/// assert!(scans(&operator)); // for `redlease inspect`
+/// # Ok::<(), redlease::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Access {
@@ -113,6 +126,18 @@ const INSPECT: &[&str] = &[
 /// An `ACL SETUSER` command: [`args`](SetUser::args) to send it, or
 /// `Display` for a line that both a shell and `redis-cli` read as the same
 /// arguments.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::acl::{self, Access};
+///
+/// let rules = acl::setuser("orders-svc", &["orders:"], Access::Locks)?;
+/// println!("{rules}"); // for redis-cli, or a shell
+/// assert!(rules.to_string().starts_with("ACL SETUSER orders-svc on resetkeys "));
+/// assert!(rules.to_string().contains(" '~orders:*' ")); // quoted for the shell
+/// # Ok::<(), redlease::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetUser {
     args: Vec<String>,
@@ -120,6 +145,28 @@ pub struct SetUser {
 
 impl SetUser {
     /// The command's arguments, `ACL`, `SETUSER`, the user, then the rules.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use redlease::acl::{self, Access};
+    ///
+    /// let rules = acl::setuser("doc-acl-svc", &["doc:acl:"], Access::Locks)?;
+    /// assert_eq!(rules.args()[..3], ["ACL", "SETUSER", "doc-acl-svc"]);
+    /// let server = redlease_testkit::RedisServer::shared();
+    /// let mut admin = server.connection();
+    /// redis::cmd("ACL").arg(&rules.args()[1..]).query::<()>(&mut admin)?;
+    /// redis::cmd("ACL").arg(&["SETUSER", "doc-acl-svc", ">s3cret"]).query::<()>(&mut admin)?;
+    ///
+    /// let url = format!("redis://doc-acl-svc:s3cret@127.0.0.1:{}", server.port());
+    /// let client = redlease::Client::connect(&url).await?;
+    /// client.lock("doc:acl:orders:1").try_lock().await?.unlock().await?;
+    /// assert!(client.lock("elsewhere:1").try_lock().await.is_err()); // no such key granted
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn args(&self) -> &[String] {
         &self.args
     }
@@ -141,6 +188,21 @@ impl fmt::Display for SetUser {
 /// whitespace, quotes or control characters (which no ACL line can carry
 /// unambiguously). Glob characters in a prefix (`*?[]\`) are escaped, so
 /// they match only themselves.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::acl::{self, Access};
+///
+/// let rules = acl::setuser("billing", &["invoices:", "{tenant-7}:"], Access::Locks)?;
+/// assert!(rules.args().iter().any(|a| a == "~invoices:*"));
+/// assert!(rules.args().iter().any(|a| a == "~redisson_lock_token:{invoices:*"));
+/// assert!(rules.args().iter().any(|a| a == "~{tenant-7}:*"));
+///
+/// let everything: [&str; 0] = [];
+/// assert!(acl::setuser("billing", &everything, Access::Locks).unwrap_err().is_invalid_argument());
+/// # Ok::<(), redlease::Error>(())
+/// ```
 pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Result<SetUser, Error> {
     check_word("user name", user)?;
     if prefixes.is_empty() {

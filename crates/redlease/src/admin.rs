@@ -29,6 +29,24 @@ use crate::scripts::admin::{ForceUnlocked, Removal, force_unlock as call};
 /// # Cancel safety
 ///
 /// Cancel safe: it only reads.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::admin;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.lock("doc:admin:state").try_lock().await?;
+/// let state = admin::lock_state(&client, "doc:admin:state").await?;
+/// assert_eq!(state.owners()[0].field, guard.owner());
+/// assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error> {
     run(client, name, Removal::Peek, None).await
 }
@@ -61,6 +79,25 @@ pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error>
 ///
 /// The script runs whole or not at all; a dropped future leaves either
 /// outcome, and calling again is harmless.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::admin;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.lock("doc:admin:force").try_lock().await?;
+/// // Its holder is known to be gone (say): an operator removes the lock.
+/// let found = admin::force_unlock(&client, "doc:admin:force").await?;
+/// assert!(found.removed);
+/// assert_eq!(found.owners()[0].field, guard.owner()); // as it was found
+/// assert!(guard.unlock().await.unwrap_err().is_not_owner());
+/// # Ok(())
+/// # }
+/// ```
 pub async fn force_unlock(client: &Client, name: &str) -> Result<LockState, Error> {
     run(client, name, Removal::Hash, None).await
 }
@@ -75,6 +112,26 @@ pub async fn force_unlock(client: &Client, name: &str) -> Result<LockState, Erro
 /// # Cancel safety
 ///
 /// As [`force_unlock`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::admin;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let mut redis = redlease_testkit::RedisServer::shared().connection();
+/// // A lock another tool took with `SET key owner NX`:
+/// redis::cmd("SET").arg("doc:admin:any-type").arg("cron-7").query::<()>(&mut redis)?;
+/// let found = admin::force_unlock(&client, "doc:admin:any-type").await?;
+/// assert!(!found.removed && found.key_type == "string"); // not a hash: left alone
+/// let found = admin::force_unlock_any_type(&client, "doc:admin:any-type").await?;
+/// assert!(found.removed);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn force_unlock_any_type(client: &Client, name: &str) -> Result<LockState, Error> {
     run(client, name, Removal::Any, None).await
 }
@@ -93,6 +150,26 @@ pub async fn force_unlock_any_type(client: &Client, name: &str) -> Result<LockSt
 /// # Cancel safety
 ///
 /// As [`force_unlock`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::admin;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let lock = client.lock("doc:admin:if-unchanged");
+/// let guard = lock.try_lock().await?;
+/// let seen = admin::lock_state(&client, lock.name()).await?; // shown to the operator
+/// guard.unlock().await?;
+/// let _live = lock.try_lock().await?; // a live holder took it in between
+/// let state = admin::force_unlock_if_unchanged(&client, &seen, false).await?;
+/// assert!(state.changed && !state.removed); // left alone
+/// # Ok(())
+/// # }
+/// ```
 pub async fn force_unlock_if_unchanged(
     client: &Client,
     seen: &LockState,

@@ -72,6 +72,8 @@ const MAX_LABEL_LEN: usize = 64;
 /// including) the last `:`, at most 64 bytes, or `(none)` for a name
 /// without `:`.
 ///
+/// # Examples
+///
 /// ```
 /// assert_eq!(redlease::metrics::lock_label("stock:sku:42"), "stock:sku");
 /// assert_eq!(redlease::metrics::lock_label("lock:{order}:7"), "lock:{order}");

@@ -51,6 +51,28 @@ pub(crate) struct Timeouts {
 /// bus) and sharded (`SSUBSCRIBE`/`SPUBLISH`, kept on the shard that owns
 /// the channel's slot, Redis 7 and later). Waiters and releasers must use
 /// the same kind to wake each other, across redlease and Redisson alike.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::PubSubMode;
+///
+/// // Beside Redisson clients configured with `shardedSubscriptionMode = OFF`:
+/// let client = redlease::Client::builder(&url)
+///     .pubsub_mode(PubSubMode::Plain)
+///     .build()
+///     .await?;
+/// client.lock("doc:pubsub-mode").try_lock().await?.unlock().await?;
+///
+/// // Sharded pub/sub is a cluster's only.
+/// let single = redlease::Client::builder(&url).pubsub_mode(PubSubMode::Sharded);
+/// assert!(single.build().await.unwrap_err().is_invalid_argument());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PubSubMode {

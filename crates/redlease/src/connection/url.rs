@@ -100,6 +100,14 @@ fn is_tls(url: &str) -> bool {
 /// For tools that open connections of their own to the same cluster
 /// (`redlease demo`).
 ///
+/// # Errors
+///
+/// An error for which [`is_invalid_argument`](Error::is_invalid_argument)
+/// is true for a cluster URL with an empty seed, a database other than 0,
+/// or options; its message hides the password.
+///
+/// # Examples
+///
 /// ```
 /// use redlease::url::cluster_seeds;
 ///
@@ -109,12 +117,6 @@ fn is_tls(url: &str) -> bool {
 /// assert_eq!(seeds.unwrap(), ["rediss://a:7000"]);
 /// assert!(cluster_seeds("redis://a:6379").unwrap().is_none());
 /// ```
-///
-/// # Errors
-///
-/// An error for which [`is_invalid_argument`](Error::is_invalid_argument)
-/// is true for a cluster URL with an empty seed, a database other than 0,
-/// or options; its message hides the password.
 pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
     let (node_scheme, rest) = match (
         url.strip_prefix(CLUSTER_SCHEME),
@@ -176,6 +178,23 @@ pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, Error> {
 /// # Cancel safety
 ///
 /// Cancel-safe: it only reads; the sentinel connections it made close.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let sentinels = redlease_testkit::SentinelGroup::start(0, 1);
+/// # let url = sentinels.url();
+/// use redlease::url::sentinel_master;
+///
+/// // url: redis-sentinel://127.0.0.1:<port>#mymaster
+/// let master = sentinel_master(&url).await?.expect("a sentinel url");
+/// assert!(master.starts_with("redis://127.0.0.1:"));
+/// assert_eq!(sentinel_master("redis://127.0.0.1:6379").await?, None);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn sentinel_master(url: &str) -> Result<Option<String>, Error> {
     sentinel_master_with(url, &TlsOptions::default(), &SentinelAuth::default()).await
 }
@@ -209,6 +228,8 @@ fn cluster(url: &str, _seeds: Vec<String>, _certs: Option<Certificates>) -> Resu
 /// (`redis://user:***@host:6379`); a URL without a password is returned as
 /// it is.
 ///
+/// # Examples
+///
 /// ```
 /// use redlease::url::redact;
 ///
@@ -241,6 +262,17 @@ fn userinfo(url: &str) -> Option<(usize, usize)> {
 /// The password of `url` as written (percent-encoded, if it was), when it
 /// has one: the part of its user information after the first `:`, or all
 /// of it when there is no `:` (a token).
+///
+/// # Examples
+///
+/// ```
+/// use redlease::url::password;
+///
+/// assert_eq!(password("redis://app:s3cret@h:6379"), Some("s3cret"));
+/// assert_eq!(password("redis://s3cret@h:6379"), Some("s3cret")); // a token
+/// assert_eq!(password("redis://app:p%40ss@h"), Some("p%40ss")); // as written
+/// assert_eq!(password("redis://h:6379"), None);
+/// ```
 pub fn password(url: &str) -> Option<&str> {
     let (start, end) = userinfo(url)?;
     let info = &url[start..end];

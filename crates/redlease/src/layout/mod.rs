@@ -26,6 +26,28 @@ pub use state::{
 /// How a lock's key holds its owner, chosen per client with
 /// [`ClientBuilder::layout`](crate::ClientBuilder::layout). The rest of this
 /// module describes the default, Redisson's.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::layout::Layout;
+///
+/// let client = redlease::Client::builder(&url)
+///     .layout(Layout::String) // beside redis-py, rslock or redsync locks
+///     .build()
+///     .await?;
+/// let guard = client.lock("doc:layout:string").try_lock().await?;
+/// let names = ["doc:layout:string".to_owned()];
+/// let state = &redlease::layout::read(&client, &names).await?[0];
+/// assert_eq!(state.key_type, "string"); // `SET key owner NX PX lease`
+/// assert_eq!(state.string_owner(), Some(guard.owner()));
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Layout {
@@ -73,12 +95,32 @@ pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
 /// The channel on which a release of lock `name` is announced,
 /// `redisson_lock__channel:{name}`. A fair lock's waiter `owner` listens on
 /// [`waiter_channel`].
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::channel;
+///
+/// assert_eq!(channel("orders:1"), "redisson_lock__channel:{orders:1}");
+/// assert_eq!(channel("lock:{sku}:7"), "redisson_lock__channel:lock:{sku}:7"); // its own tag
+/// ```
 pub fn channel(name: &str) -> String {
     prefixed(CHANNEL_PREFIX, name)
 }
 
 /// The channel on which a fair lock wakes one waiter, `owner`:
 /// `<channel>:<owner>`.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::waiter_channel;
+///
+/// assert_eq!(
+///     waiter_channel("orders:1", "2b1c7f9e-0000-4000-8000-000000000000:3"),
+///     "redisson_lock__channel:{orders:1}:2b1c7f9e-0000-4000-8000-000000000000:3"
+/// );
+/// ```
 pub fn waiter_channel(name: &str, owner: &str) -> String {
     let mut channel = channel(name);
     channel.push(':');
@@ -90,12 +132,29 @@ pub fn waiter_channel(name: &str, owner: &str) -> String {
 /// string integer holding the last fencing token issued, in microseconds of
 /// the server's clock when redlease issued it, under the name Redisson's
 /// `RFencedLock` uses, so that both issue tokens from one sequence.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::token_key;
+///
+/// assert_eq!(token_key("orders:1"), "redisson_lock_token:{orders:1}");
+/// assert_eq!(token_key("lock:{sku}:7"), "redisson_lock_token:lock:{sku}:7");
+/// ```
 pub fn token_key(name: &str) -> String {
     prefixed(TOKEN_PREFIX, name)
 }
 
 /// The fair lock's waiting queue of lock `name`, `redisson_lock_queue:{name}`:
 /// a list of owner fields in arrival order, as Redisson's `RFairLock`.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::queue_key;
+///
+/// assert_eq!(queue_key("orders:1"), "redisson_lock_queue:{orders:1}");
+/// ```
 pub fn queue_key(name: &str) -> String {
     prefixed(QUEUE_PREFIX, name)
 }
@@ -103,12 +162,28 @@ pub fn queue_key(name: &str) -> String {
 /// The fair lock's waiter deadlines of lock `name`,
 /// `redisson_lock_timeout:{name}`: a zset of owner fields scored with the
 /// time in milliseconds (server clock) after which the waiter counts as gone.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::timeout_key;
+///
+/// assert_eq!(timeout_key("orders:1"), "redisson_lock_timeout:{orders:1}");
+/// ```
 pub fn timeout_key(name: &str) -> String {
     prefixed(TIMEOUT_PREFIX, name)
 }
 
 /// The channel of Redisson's read-write lock `name`,
 /// `redisson_rwlock:{name}`.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::rwlock_channel;
+///
+/// assert_eq!(rwlock_channel("catalog:prices"), "redisson_rwlock:{catalog:prices}");
+/// ```
 pub fn rwlock_channel(name: &str) -> String {
     prefixed(RWLOCK_CHANNEL_PREFIX, name)
 }
@@ -116,6 +191,15 @@ pub fn rwlock_channel(name: &str) -> String {
 /// The acquired permits of Redisson's `RPermitExpirableSemaphore` `name`:
 /// the zset `{name}:timeout` (`name:timeout` when the name has a `{`) of
 /// permit ids scored by their expiry in milliseconds.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::permits_key;
+///
+/// assert_eq!(permits_key("reports:exports"), "{reports:exports}:timeout");
+/// assert_eq!(permits_key("{tenant-7}:exports"), "{tenant-7}:exports:timeout");
+/// ```
 pub fn permits_key(name: &str) -> String {
     let mut key = read_timeout_base(name);
     key.push_str(":timeout");
@@ -126,6 +210,16 @@ pub fn permits_key(name: &str) -> String {
 /// semaphore names it can belong to (first the likelier), or `None`. As
 /// with [`derived_from`], `{a}:timeout` belongs to `a` or to `{a}`; a key
 /// without a `{` is never one.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{permits_key, permits_key_owner};
+///
+/// let key = permits_key("reports:exports");
+/// assert_eq!(permits_key_owner(&key).unwrap(), ["reports:exports", "{reports:exports}"]);
+/// assert_eq!(permits_key_owner("session:timeout"), None); // no `{`: no semaphore's
+/// ```
 pub fn permits_key_owner(key: &str) -> Option<Vec<String>> {
     let base = key.strip_suffix(":timeout")?;
     if !base.contains('{') {
@@ -143,6 +237,15 @@ pub fn permits_key_owner(key: &str) -> Option<Vec<String>> {
 /// The base of read-write lock `name`'s per-hold timeout keys, Redisson's
 /// `suffixName` rule without a suffix: `{name}`, or `name` when it already
 /// contains `{`.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::read_timeout_base;
+///
+/// assert_eq!(read_timeout_base("catalog:prices"), "{catalog:prices}");
+/// assert_eq!(read_timeout_base("{tenant-7}:prices"), "{tenant-7}:prices");
+/// ```
 pub fn read_timeout_base(name: &str) -> String {
     if name.contains('{') {
         name.to_owned()
@@ -158,6 +261,17 @@ pub fn read_timeout_base(name: &str) -> String {
 /// The prefix of reader `field`'s timeout keys in read-write lock `name`,
 /// `{name}:<field>:rwlock_timeout`: its i-th read hold has the key
 /// `<prefix>:<i>`, a string `1` that expires with that hold.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::read_timeout_prefix;
+///
+/// let prefix = read_timeout_prefix("catalog:prices", "2b1c7f9e:3");
+/// assert_eq!(prefix, "{catalog:prices}:2b1c7f9e:3:rwlock_timeout");
+/// let second_hold = format!("{prefix}:2");
+/// assert!(redlease::layout::is_redisson_aux(&second_hold));
+/// ```
 pub fn read_timeout_prefix(name: &str, field: &str) -> String {
     let mut prefix = read_timeout_base(name);
     prefix.reserve(field.len() + 16);
@@ -170,6 +284,15 @@ pub fn read_timeout_prefix(name: &str, field: &str) -> String {
 /// The channel of Redisson's semaphore `name`, `redisson_sc:{name}` (the
 /// brace rule of [`channel`]); each message is the number of permits
 /// available after a release or a change of the count.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::semaphore_channel;
+///
+/// assert_eq!(semaphore_channel("jobs:export"), "redisson_sc:{jobs:export}");
+/// assert_eq!(semaphore_channel("{tenant-7}:jobs"), "redisson_sc:{tenant-7}:jobs");
+/// ```
 pub fn semaphore_channel(name: &str) -> String {
     prefixed(SEMAPHORE_CHANNEL_PREFIX, name)
 }
@@ -183,6 +306,16 @@ pub fn semaphore_channel(name: &str) -> String {
 /// channel of a name with its own hash tag (`a{b}c`) lies in another
 /// cluster slot than the latch's key; the latch refuses such names on a
 /// cluster (see [`CountDownLatch`](crate::CountDownLatch)).
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::latch_channel;
+///
+/// assert_eq!(latch_channel("shards"), "redisson_countdownlatch__channel__{shards}");
+/// // Braces even around a name with its own tag, unlike every other name.
+/// assert_eq!(latch_channel("a{b}c"), "redisson_countdownlatch__channel__{a{b}c}");
+/// ```
 pub fn latch_channel(name: &str) -> String {
     let mut channel = String::with_capacity(LATCH_CHANNEL_PREFIX.len() + name.len() + 2);
     channel.push_str(LATCH_CHANNEL_PREFIX);
@@ -211,6 +344,15 @@ fn prefixed(prefix: &str, name: &str) -> String {
 }
 
 /// Which auxiliary key of a lock a key is; see [`derived_from`].
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{Derived, derived_from, timeout_key};
+///
+/// let (derived, _) = derived_from(&timeout_key("orders:1")).unwrap();
+/// assert_eq!(derived, Derived::Timeout);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Derived {
@@ -228,6 +370,18 @@ pub enum Derived {
 /// Two names can derive the same key, since braces are added only when the
 /// name has none: `redisson_lock_queue:{a}` belongs to lock `a` or to lock
 /// `{a}`, so both are returned and the caller checks which exists.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{Derived, derived_from, queue_key};
+///
+/// let (derived, names) = derived_from(&queue_key("orders:1")).unwrap();
+/// assert_eq!(derived, Derived::Queue);
+/// // Braces are added only to a name without: `orders:1` or `{orders:1}`.
+/// assert_eq!(names, ["orders:1", "{orders:1}"]);
+/// assert_eq!(derived_from("orders:1"), None); // a lock itself
+/// ```
 pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
     let table = [
         (TOKEN_PREFIX, Derived::Token),
@@ -253,6 +407,16 @@ pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
 /// Whether `key` is one of Redisson's short-lived keys beside a lock, which
 /// are no lock of their own: an unlock latch, or a read-write lock's
 /// per-hold timeout (`{name}:<owner>:rwlock_timeout:<n>`).
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::is_redisson_aux;
+///
+/// assert!(is_redisson_aux("redisson_unlock_latch:{orders:1}:5f1e"));
+/// assert!(is_redisson_aux("{catalog:prices}:2b1c7f9e:3:rwlock_timeout:1"));
+/// assert!(!is_redisson_aux("orders:1"));
+/// ```
 pub fn is_redisson_aux(key: &str) -> bool {
     key.strip_prefix(UNLOCK_LATCH_PREFIX)
         .is_some_and(|rest| rest.starts_with(':'))

@@ -48,11 +48,49 @@ const SCAN_BATCH: u64 = 100;
 /// # Cancel safety
 ///
 /// Cancel safe: it only reads.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::layout::{self, StateKind};
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.lock("doc:read:lock").try_lock().await?;
+/// client.semaphore("doc:read:semaphore").try_set_permits(3).await?;
+/// let names = ["doc:read:lock", "doc:read:semaphore", "doc:read:absent"].map(String::from);
+/// let states = layout::read(&client, &names).await?; // in the order asked
+/// assert_eq!(states[0].kind(), StateKind::Lock);
+/// assert_eq!(states[1].counter(), Some(3)); // nobody waits: a `Counter`
+/// assert!(states[2].is_empty());
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn read(client: &Client, names: &[String]) -> Result<Vec<LockState>, Error> {
     read_with(client.conn(), names).await.map_err(Error::from)
 }
 
 /// One call of [`scan`]: the locks found, and where to go on.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let _guard = client.lock("doc:scan-type:1").try_lock().await?;
+/// let page = redlease::layout::scan(&client, "doc:scan-type:*", 0, 1_000).await?;
+/// println!("{} keys looked at, {} locks", page.keys_seen, page.locks.len());
+/// if page.cursor != 0 {
+///     // More to scan: call again from `page.cursor`.
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Scan {
@@ -88,6 +126,30 @@ const NODE_CURSOR_BITS: u32 = 48;
 /// # Cancel safety
 ///
 /// Cancel safe: it only reads.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let _a = client.lock("doc:scan:a").try_lock().await?;
+/// let _b = client.lock("doc:scan:b").try_lock().await?;
+/// let (mut cursor, mut found) = (0, Vec::new());
+/// loop {
+///     let page = redlease::layout::scan(&client, "doc:scan:*", cursor, 100).await?;
+///     found.extend(page.locks.into_iter().map(|state| state.name));
+///     cursor = page.cursor;
+///     if cursor == 0 {
+///         break;
+///     }
+/// }
+/// found.sort();
+/// assert_eq!(found, ["doc:scan:a", "doc:scan:b"]);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Result<Scan, Error> {
     let conn = client.conn();
     let masters = conn.masters().await?;

@@ -12,6 +12,23 @@ const CLOCK_TOKEN_FLOOR: u64 = 1_000_000_000_000_000;
 /// One field of a lock hash: an owner `<client-id>:<owner>` and its hold
 /// count, as written by redlease or Redisson (a read-write lock's writer is
 /// `<client-id>:<owner>:write`).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.lock("doc:holder").try_lock().await?;
+/// let state = redlease::admin::lock_state(&client, "doc:holder").await?;
+/// let holder = &state.owners()[0];
+/// assert_eq!(holder.field, guard.owner());
+/// assert_eq!(holder.count(), Some(1)); // held once
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Holder {
@@ -29,6 +46,16 @@ pub struct Holder {
 
 impl Holder {
     /// A field and its value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::Holder;
+    ///
+    /// let holder = Holder::new("2b1c7f9e-0000-4000-8000-000000000000:3", "2");
+    /// assert_eq!(holder.count(), Some(2));
+    /// assert_eq!(holder.hold_ttl_ms, None);
+    /// ```
     pub fn new(field: impl Into<String>, value: impl Into<String>) -> Holder {
         Holder {
             field: field.into(),
@@ -39,23 +66,76 @@ impl Holder {
 
     /// Whether the field is a read-write lock's writer
     /// (`<client-id>:<owner>:write`); its other owners are readers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::Holder;
+    ///
+    /// assert!(Holder::new("2b1c7f9e:3:write", "1").is_writer());
+    /// assert!(!Holder::new("2b1c7f9e:4", "1").is_writer()); // a reader
+    /// ```
     pub fn is_writer(&self) -> bool {
         self.field.ends_with(":write")
     }
 
     /// The hold count, when the value is an integer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::Holder;
+    ///
+    /// assert_eq!(Holder::new("2b1c7f9e:3", "2").count(), Some(2)); // re-entered once
+    /// assert_eq!(Holder::new("2b1c7f9e:3", "yes").count(), None);
+    /// ```
     pub fn count(&self) -> Option<i64> {
         self.value.parse().ok()
     }
 
     /// Whether the field has the shape of an owner (`<client-id>:<n>`); a
     /// hash with other fields is some other data, not a lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::Holder;
+    ///
+    /// assert!(Holder::new("2b1c7f9e:3", "1").is_owner());
+    /// assert!(!Holder::new("email", "a@example.com").is_owner()); // some other hash
+    /// ```
     pub fn is_owner(&self) -> bool {
         self.field.contains(':')
     }
 }
 
 /// One entry of a fair lock's queue.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use std::time::Duration;
+/// use redlease::admin;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let fair = client.fair_lock("doc:waiter");
+/// let guard = fair.try_lock().await?;
+/// let next = fair.clone();
+/// let waiting = tokio::spawn(async move { next.try_lock_for(Duration::from_secs(10)).await });
+/// let mut state = admin::lock_state(&client, fair.name()).await?;
+/// while state.waiters.is_empty() {
+///     tokio::task::yield_now().await; // until the waiter has queued
+///     state = admin::lock_state(&client, fair.name()).await?;
+/// }
+/// assert!(!state.waiters[0].stale); // alive, with a deadline
+/// # guard.unlock().await?;
+/// # waiting.await.expect("the waiter's task")?.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Waiter {
@@ -70,6 +150,26 @@ pub struct Waiter {
 
 /// One acquired permit of a Redisson `RPermitExpirableSemaphore`: a member
 /// of its [`permits_key`](super::permits_key) zset.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::layout;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let exports = client.expirable_semaphore("doc:permit");
+/// exports.try_set_permits(2).await?;
+/// let permit = exports.try_acquire().await?;
+/// let state = &layout::read(&client, &["doc:permit".to_owned()]).await?[0];
+/// assert_eq!(state.permits[0].id, permit.id());
+/// assert!(state.permits[0].expires_ms.is_some()); // leased
+/// permit.release().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Permit {
@@ -87,6 +187,20 @@ pub const PERMIT_NO_EXPIRY: f64 = 922_337_203_685_477.0;
 /// The listeners on a string key's two possible channels (`PUBSUB
 /// NUMSUB`): connections subscribed while waiting, which tell a semaphore
 /// from a count-down latch when someone waits on it.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{Listeners, LockState, StateKind};
+///
+/// let mut state = LockState::absent("import:shards");
+/// state.key_type = "string".to_owned();
+/// state.value = Some("2".to_owned());
+/// let mut listeners = Listeners::default();
+/// listeners.latch = 1; // someone waits on the latch's channel
+/// state.listeners = Some(listeners);
+/// assert_eq!(state.kind(), StateKind::CountDownLatch);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Listeners {
@@ -100,6 +214,25 @@ pub struct Listeners {
 /// [`admin::lock_state`](crate::admin::lock_state) sees them, or
 /// [`admin::force_unlock`](crate::admin::force_unlock) found them (before it
 /// removed anything).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::layout::StateKind;
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.lock("doc:lock-state").try_lock().await?;
+/// let state = redlease::admin::lock_state(&client, "doc:lock-state").await?;
+/// assert_eq!(state.kind(), StateKind::Lock);
+/// assert!(state.pttl_ms > 0); // the watchdog's lease
+/// assert!(state.problems().is_empty());
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct LockState {
@@ -159,6 +292,26 @@ pub struct LockState {
 }
 
 /// What a key is, judged by [`LockState::kind`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// use redlease::layout::{self, StateKind};
+///
+/// let client = redlease::Client::connect(&url).await?;
+/// let guard = client.read_write_lock("doc:state-kind:rw").read().try_lock().await?;
+/// client.count_down_latch("doc:state-kind:latch").try_set_count(2).await?;
+/// let names = ["doc:state-kind:rw", "doc:state-kind:latch"].map(String::from);
+/// let states = layout::read(&client, &names).await?;
+/// assert_eq!(states[0].kind(), StateKind::ReadWriteLock);
+/// assert_eq!(states[1].kind(), StateKind::Counter); // nobody waits on it yet
+/// guard.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StateKind {
@@ -195,6 +348,21 @@ pub enum StateKind {
 }
 
 /// Something an operator should look at, found by [`LockState::problems`].
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{Holder, LockState, ProblemKind};
+///
+/// let mut state = LockState::absent("orders:1");
+/// state.key_type = "hash".to_owned();
+/// state.holders.push(Holder::new("2b1c7f9e:3", "0"));
+/// state.field_count = 1;
+/// state.pttl_ms = 12_000;
+/// let problems = state.problems();
+/// assert_eq!(problems[0].kind, ProblemKind::BadCount);
+/// println!("{}: {}", state.name, problems[0].message);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Problem {
@@ -205,6 +373,19 @@ pub struct Problem {
 }
 
 /// The kinds of [`Problem`].
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::{Holder, LockState, ProblemKind};
+///
+/// let mut state = LockState::absent("orders:1");
+/// state.key_type = "hash".to_owned();
+/// state.holders.push(Holder::new("2b1c7f9e:3", "1"));
+/// state.field_count = 1;
+/// state.pttl_ms = -1; // no expiry
+/// assert_eq!(state.problems()[0].kind, ProblemKind::NoTtl);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ProblemKind {
@@ -221,6 +402,15 @@ pub enum ProblemKind {
 impl ProblemKind {
     /// The kind's name in reports: `no_ttl`, `wrong_type`, `bad_count`,
     /// `stale_waiters`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::ProblemKind;
+    ///
+    /// assert_eq!(ProblemKind::NoTtl.name(), "no_ttl");
+    /// assert_eq!(ProblemKind::StaleWaiters.name(), "stale_waiters");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             ProblemKind::NoTtl => "no_ttl",
@@ -234,6 +424,17 @@ impl ProblemKind {
 impl LockState {
     /// The state of lock `name` when nothing of it is in Redis (read at
     /// server time 0): the start from which readers and tests fill it in.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::{LockState, StateKind};
+    ///
+    /// let state = LockState::absent("orders:1");
+    /// assert_eq!((state.key_type.as_str(), state.pttl_ms), ("none", -2));
+    /// assert!(state.is_empty());
+    /// assert_eq!(state.kind(), StateKind::QueueOnly);
+    /// ```
     pub fn absent(name: impl Into<String>) -> LockState {
         LockState {
             name: name.into(),
@@ -258,6 +459,23 @@ impl LockState {
 
     /// Returns true if and only if the key is absent and no waiter is
     /// queued: there is nothing to unlock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:is-empty").try_lock().await?;
+    /// let state = redlease::admin::lock_state(&client, "doc:is-empty").await?;
+    /// assert!(!state.is_empty());
+    /// guard.unlock().await?;
+    /// let state = redlease::admin::lock_state(&client, "doc:is-empty").await?;
+    /// assert!(state.is_empty()); // nothing to unlock
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.key_type == "none"
             && self.waiters.is_empty()
@@ -266,6 +484,17 @@ impl LockState {
     }
 
     /// Returns true if and only if the key is a hash, the type of a lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::LockState;
+    ///
+    /// let mut state = LockState::absent("orders:1");
+    /// assert!(!state.is_lock());
+    /// state.key_type = "hash".to_owned();
+    /// assert!(state.is_lock()); // of a lock's type; `kind` says more
+    /// ```
     pub fn is_lock(&self) -> bool {
         self.key_type == "hash"
     }
@@ -278,6 +507,20 @@ impl LockState {
     /// mark of which it is. Any other string whose value was read is a
     /// [`StringLock`](StateKind::StringLock), unless it has an expirable
     /// semaphore's permits (then it is a semaphore's broken count).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::{Holder, LockState, StateKind};
+    ///
+    /// let mut state = LockState::absent("orders:1");
+    /// state.key_type = "hash".to_owned();
+    /// state.holders.push(Holder::new("2b1c7f9e:3", "1"));
+    /// state.field_count = 1;
+    /// assert_eq!(state.kind(), StateKind::Lock);
+    /// state.holders[0] = Holder::new("email", "a@example.com");
+    /// assert_eq!(state.kind(), StateKind::NotALock);
+    /// ```
     pub fn kind(&self) -> StateKind {
         match self.key_type.as_str() {
             "none" if self.permits_len > 0 => StateKind::ExpirableSemaphore,
@@ -308,6 +551,20 @@ impl LockState {
 
     /// A string key's value as an integer: the available permits of a
     /// semaphore, the count of a latch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// client.semaphore("doc:counter").try_set_permits(5).await?;
+    /// let state = &redlease::layout::read(&client, &["doc:counter".to_owned()]).await?[0];
+    /// assert_eq!(state.counter(), Some(5));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn counter(&self) -> Option<i64> {
         self.value.as_deref()?.parse().ok()
     }
@@ -315,6 +572,19 @@ impl LockState {
     /// Whether the state is one of the string-keyed structures: a
     /// semaphore, an expirable semaphore, a latch, or a counter that may be
     /// either.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::LockState;
+    ///
+    /// let mut state = LockState::absent("jobs:export");
+    /// state.key_type = "string".to_owned();
+    /// state.value = Some("4".to_owned());
+    /// assert!(state.is_counter()); // a semaphore's or a latch's, or another counter
+    /// state.value = Some("2b1c7f9e:3".to_owned());
+    /// assert!(!state.is_counter()); // a lock of the string layout
+    /// ```
     pub fn is_counter(&self) -> bool {
         matches!(
             self.kind(),
@@ -327,6 +597,19 @@ impl LockState {
 
     /// The owner of a lock of the string layout: the key's value, escaped
     /// and cut as in [`value`](LockState::value); `None` for other keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::layout::LockState;
+    ///
+    /// let mut state = LockState::absent("orders:1");
+    /// state.key_type = "string".to_owned();
+    /// state.value = Some("rslock-5f1e".to_owned());
+    /// assert_eq!(state.string_owner(), Some("rslock-5f1e"));
+    /// state.value = Some("7".to_owned());
+    /// assert_eq!(state.string_owner(), None); // an integer: a counter
+    /// ```
     pub fn string_owner(&self) -> Option<&str> {
         self.value
             .as_deref()
@@ -335,6 +618,22 @@ impl LockState {
 
     /// The holders of a lock hash; none for a key that is not one (a
     /// string lock's owner is [`string_owner`](LockState::string_owner)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:owners").try_lock().await?;
+    /// let state = redlease::admin::lock_state(&client, "doc:owners").await?;
+    /// let owners: Vec<&str> = state.owners().iter().map(|h| h.field.as_str()).collect();
+    /// assert_eq!(owners, [guard.owner()]);
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn owners(&self) -> &[Holder] {
         match self.kind() {
             StateKind::Lock | StateKind::ReadWriteLock => &self.holders,
@@ -343,6 +642,23 @@ impl LockState {
     }
 
     /// The fencing token of a lock key, if its counter holds one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let guard = client.lock("doc:lock-token").try_lock().await?;
+    /// let state = redlease::admin::lock_state(&client, "doc:lock-token").await?;
+    /// assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+    /// guard.unlock().await?;
+    /// let state = redlease::admin::lock_state(&client, "doc:lock-token").await?;
+    /// assert_eq!(state.lock_token(), None); // no lock: its counter says nothing
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_token(&self) -> Option<u64> {
         self.fencing_token.filter(|_| self.owns_a_lock())
     }
@@ -350,6 +666,21 @@ impl LockState {
     /// About how long ago the newest fencing token of the name was issued,
     /// which is when the current hold was taken if a redlease client took
     /// it; `None` when unknown (no token, or one not from the clock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::layout::{Holder, LockState};
+    ///
+    /// let mut state = LockState::absent("orders:1");
+    /// state.key_type = "hash".to_owned();
+    /// state.holders.push(Holder::new("2b1c7f9e:3", "1"));
+    /// state.field_count = 1;
+    /// state.server_time_us = 1_790_000_000_000_000; // in 2026
+    /// state.fencing_token = Some(state.server_time_us - 1_500_000); // from the clock
+    /// assert_eq!(state.age(), Some(Duration::from_millis(1_500)));
+    /// ```
     pub fn age(&self) -> Option<Duration> {
         self.lock_token()
             .filter(|&t| t >= CLOCK_TOKEN_FLOOR && t <= self.server_time_us)
@@ -358,6 +689,25 @@ impl LockState {
 
     /// What an operator should look at: a lock without expiry, a key that
     /// is no lock, a bad hold count, fair-queue entries of gone waiters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let mut redis = redlease_testkit::RedisServer::shared().connection();
+    /// // A lock someone wrote without expiry:
+    /// redis::cmd("HSET").arg(&["doc:problems", "2b1c7f9e:3", "1"]).query::<()>(&mut redis)?;
+    /// let state = redlease::admin::lock_state(&client, "doc:problems").await?;
+    /// for problem in state.problems() {
+    ///     println!("{}: {} ({})", state.name, problem.message, problem.kind.name());
+    /// }
+    /// assert_eq!(state.problems()[0].kind, redlease::layout::ProblemKind::NoTtl);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();
         let mut problem = |kind, message: String| problems.push(Problem { kind, message });

@@ -102,6 +102,14 @@ return {0, redis.call('pttl', KEYS[1])}
 /// Same semantics as Redisson's `RedissonLock.tryLockInnerAsync`, so an owner
 /// that re-enters (same field) is counted the same way on both sides; as in
 /// Redisson's `RFencedLock`, a re-entry also gets a new token.
+///
+/// # Examples
+///
+/// ```
+/// let call = redlease::scripts::acquire("orders:1", 30_000, "2b1c7f9e:1", 0);
+/// assert_eq!(call.keys()[..], [b"orders:1".to_vec(), b"redisson_lock_token:{orders:1}".to_vec()]);
+/// assert_eq!(call.args()[..], [b"30000".to_vec(), b"2b1c7f9e:1".to_vec(), b"0".to_vec()]);
+/// ```
 pub fn acquire(name: &str, lease_ms: u64, field: &str, fencing_ttl_ms: u64) -> ScriptCall {
     ScriptCall::new(&ACQUIRE)
         .key(name)
@@ -206,6 +214,29 @@ return 1
 /// unlock returns its first answer; redlease never re-sends an unlock whose
 /// answer it saw (the owner field is unique per acquisition, so a duplicate
 /// answers nil and is harmless), so the latch is left out.
+///
+/// # Examples
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use redlease::scripts::{ScriptCall, acquire, lua_scripts, release};
+/// use redis::Value;
+///
+/// let mut redis = redlease_testkit::RedisServer::shared().connection();
+/// # for (_, _, source) in lua_scripts() {
+/// #     redis::cmd("SCRIPT").arg("LOAD").arg(source).query::<String>(&mut redis)?;
+/// # }
+/// let mut send = |call: ScriptCall| {
+///     redis::cmd("EVALSHA").arg(&call.evalsha_args()[1..]).query::<Value>(&mut redis)
+/// };
+/// send(acquire("doc:scripts:release", 30_000, "2b1c7f9e:1", 0))?;
+/// let stranger = send(release("doc:scripts:release", 30_000, "5d0a4c11:1"))?;
+/// assert_eq!(stranger, Value::Nil); // not its owner: nothing changed
+/// let owner = send(release("doc:scripts:release", 30_000, "2b1c7f9e:1"))?;
+/// assert_eq!(owner, Value::Int(1)); // deleted, and announced
+/// # Ok(())
+/// # }
+/// ```
 pub fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
     release_with(name, lease_ms, field, Publish::Plain)
 }

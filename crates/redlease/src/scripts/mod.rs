@@ -74,6 +74,15 @@ impl From<string::StringCall> for Call {
 /// Made by the builders in this module (for example [`acquire`]); sent by
 /// the crate's connection with `EVALSHA`, or replayed by a benchmark from
 /// [`evalsha_args`](ScriptCall::evalsha_args).
+///
+/// # Examples
+///
+/// ```
+/// let call = redlease::scripts::release("orders:1", 30_000, "2b1c7f9e:1");
+/// assert_eq!(call.script_name(), "release");
+/// assert_eq!(call.keys().len(), 2); // the lock and its channel
+/// println!("{call:?}"); // the script and how many keys and args, never their bytes
+/// ```
 #[must_use = "a script call does nothing until it is sent"]
 pub struct ScriptCall {
     script: &'static Lua,
@@ -101,26 +110,76 @@ impl ScriptCall {
     }
 
     /// The script's name, as [`lua_scripts`] lists it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = redlease::scripts::acquire("orders:1", 30_000, "2b1c7f9e:1", 0);
+    /// assert_eq!(call.script_name(), "acquire");
+    /// ```
     pub fn script_name(&self) -> &'static str {
         self.script.name
     }
 
     /// The script's SHA1, which `EVALSHA` names it by.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::scripts::{acquire, lua_scripts};
+    ///
+    /// let call = acquire("orders:1", 30_000, "2b1c7f9e:1", 0);
+    /// let listed = lua_scripts().into_iter().find(|s| s.0 == call.script_name()).unwrap();
+    /// assert_eq!(call.sha(), listed.1);
+    /// assert_eq!(call.sha().len(), 40); // hex SHA1
+    /// ```
     pub fn sha(&self) -> &'static str {
         self.script.script.get_hash()
     }
 
     /// The call's KEYS, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = redlease::scripts::release("orders:1", 30_000, "2b1c7f9e:1");
+    /// assert_eq!(call.keys()[0], b"orders:1");
+    /// assert_eq!(call.keys()[1], b"redisson_lock__channel:{orders:1}");
+    /// ```
     pub fn keys(&self) -> &[Vec<u8>] {
         &self.keys
     }
 
     /// The call's ARGV, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = redlease::scripts::acquire("orders:1", 30_000, "2b1c7f9e:1", 0);
+    /// let args: Vec<&[u8]> = call.args().iter().map(Vec::as_slice).collect();
+    /// assert_eq!(args, [&b"30000"[..], b"2b1c7f9e:1", b"0"]);
+    /// ```
     pub fn args(&self) -> &[Vec<u8>] {
         &self.args
     }
 
     /// The whole command: `EVALSHA <sha> <number of keys> KEYS... ARGV...`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut redis = redlease_testkit::RedisServer::shared().connection();
+    /// for (_, _, source) in redlease::scripts::lua_scripts() {
+    ///     redis::cmd("SCRIPT").arg("LOAD").arg(source).query::<String>(&mut redis)?;
+    /// }
+    /// let call = redlease::scripts::acquire("doc:scripts:evalsha", 30_000, "2b1c7f9e:1", 0);
+    /// let command = call.evalsha_args(); // EVALSHA <sha> 2 KEYS... ARGV...
+    /// let (acquired, _token): (i64, u64) = redis::cmd("EVALSHA").arg(&command[1..]).query(&mut redis)?;
+    /// assert_eq!(acquired, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn evalsha_args(&self) -> Vec<Vec<u8>> {
         let mut out = Vec::with_capacity(3 + self.keys.len() + self.args.len());
         out.push(b"EVALSHA".to_vec());
@@ -173,6 +232,20 @@ impl Lua {
 
 /// Every script the crate runs, as `(name, sha1, source)`, for operators who
 /// pre-load or allow-list scripts and for benchmarks that replay them.
+///
+/// # Examples
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut redis = redlease_testkit::RedisServer::shared().connection();
+/// // Pre-loaded, as an operator who allow-lists scripts would:
+/// for (name, sha, source) in redlease::scripts::lua_scripts() {
+///     let loaded: String = redis::cmd("SCRIPT").arg("LOAD").arg(source).query(&mut redis)?;
+///     assert_eq!(loaded, sha, "{name}");
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
     let scripts: [&'static LazyLock<Lua>; 31] = [
         &lock::ACQUIRE,
