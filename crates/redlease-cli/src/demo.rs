@@ -19,10 +19,10 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use metrics_util::debugging::Snapshotter;
 use tokio::time::timeout;
 
 use crate::connect::{self, LayoutArg, Target, Tls, is_cluster};
+use recorder::Recorder;
 use shop::Shop;
 use summary::{LockSettings, LockedSummary, Summary, UnlockedSummary};
 
@@ -165,7 +165,7 @@ async fn run(
         true => server::choose_cluster(url, args.private).await?,
         false => server::choose(url, args.private).await?,
     };
-    let snapshotter = recorder::install()?;
+    let recorder = recorder::install()?;
     let shop = new_shop(&args, cluster);
     let (tls, sentinel_password) = match redis.is_private() {
         true => (Tls::default(), None),
@@ -175,7 +175,7 @@ async fn run(
         .with_tls(tls)
         .with_sentinel_password(sentinel_password);
     let outcome = tokio::select! {
-        outcome = scenario(&target, &args, &shop, &snapshotter) => outcome,
+        outcome = scenario(&target, &args, &shop, &recorder) => outcome,
         signal = interrupted() => Err(signal),
     };
     // Also after an error or Ctrl-C: the demo must not leave keys in a
@@ -225,7 +225,7 @@ async fn scenario(
     target: &Target,
     args: &DemoArgs,
     shop: &Shop,
-    snapshotter: &Snapshotter,
+    recorder: &Recorder,
 ) -> Result<Summary, String> {
     let watchdog = Duration::from_millis(args.watchdog_ms);
     let instances = shop::connect(target, args.clients, watchdog, args.layout).await?;
@@ -242,12 +242,12 @@ async fn scenario(
     bar.finish_and_clear();
 
     shop.restock(first).await?;
-    // Start the locked phase's numbers from zero (a snapshot drains them).
-    recorder::take(snapshotter, label);
+    // Start the locked phase's numbers from zero (taking them resets them).
+    recorder::take(recorder, label);
     let bar = progress(args, "with the lock");
     let locked = shop.locked(&instances, args.workers, &bar).await?;
     bar.finish_and_clear();
-    let metrics = recorder::take(snapshotter, label);
+    let metrics = recorder::take(recorder, label);
 
     let settings = LockSettings {
         lock: shop.lock_name.clone(),
