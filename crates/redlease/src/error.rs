@@ -71,6 +71,11 @@ pub enum ErrorKind {
     Connection,
     /// Any other error reported by Redis or by the Redis client.
     Redis,
+    /// A call of the blocking API (feature `blocking`) could not block: it
+    /// was made inside a Tokio runtime, where blocking would stall the
+    /// runtime's thread, or the blocking API's own runtime could not start.
+    /// Nothing was sent.
+    Runtime,
 }
 
 /// An error from a lock operation.
@@ -167,6 +172,29 @@ impl Error {
             },
         )
         .with_key(key)
+    }
+
+    /// A blocking call made where it must not block (inside a Tokio
+    /// runtime): `what` names the call.
+    #[cfg(feature = "blocking")]
+    pub(crate) fn inside_runtime(what: &str) -> Error {
+        Error::new(
+            ErrorKind::Runtime,
+            format!(
+                "redlease::blocking::{what} was called inside a tokio runtime, where blocking \
+                 would stall the runtime's thread; use the async API there (redlease::Client), \
+                 or call from a plain thread"
+            ),
+        )
+    }
+
+    /// The blocking API's runtime could not be started.
+    #[cfg(feature = "blocking")]
+    pub(crate) fn runtime_start(err: &std::io::Error) -> Error {
+        Error::new(
+            ErrorKind::Runtime,
+            format!("cannot start the blocking API's runtime: {err}"),
+        )
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Error {
@@ -466,6 +494,13 @@ impl Error {
     /// ```
     pub fn is_unavailable(&self) -> bool {
         self.inner.kind == ErrorKind::Unavailable
+    }
+
+    /// Returns true if and only if a call of the blocking API was made
+    /// inside a Tokio runtime, or its own runtime could not start; nothing
+    /// was sent.
+    pub fn is_runtime(&self) -> bool {
+        self.inner.kind == ErrorKind::Runtime
     }
 
     /// A lost or late reply, or a server that cannot serve for now: trying

@@ -65,6 +65,9 @@
 //! * `cluster` (default): `redis-cluster://host:port[,host:port...]` URLs,
 //!   through redis-rs's cluster connection, with sharded pub/sub
 //!   ([`PubSubMode`]).
+//! * `blocking`: the `blocking` module, the same locks for code that is not async:
+//!   calls that block the calling thread, on a runtime the module starts
+//!   itself (`redlease::blocking::Client::connect(url)?.lock(name).try_lock()?`).
 //! * `tls-rustls`: `rediss://` and `rediss-cluster://` URLs (TLS) through
 //!   rustls, verified against the system's CAs or a private CA
 //!   ([`ClientBuilder::tls_ca`]), with a client certificate for mutual TLS
@@ -104,6 +107,9 @@
 //! * `semaphore.rs`: [`Semaphore`], Redisson's `RSemaphore`, and its single
 //!   acquire attempt, which gives back what a cancelled caller took.
 //! * `latch.rs`: [`CountDownLatch`], Redisson's `RCountDownLatch`.
+//! * `blocking/`: `blocking` (feature `blocking`): the blocking twins of
+//!   the client, the locks, the semaphores and the latch, and the runtime
+//!   they run on.
 //! * `declare.rs`: the default client and what `#[distributed_lock]`
 //!   expands to.
 //! * `lost.rs`: [`LostReason`], and the loss signal of a hold.
@@ -156,6 +162,8 @@
 pub mod acl;
 pub mod admin;
 mod backoff;
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod cancel;
 mod client;
 mod connection;

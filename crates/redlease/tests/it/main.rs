@@ -17,6 +17,8 @@ mod ledger;
 mod acl;
 /// Exclusion, waiting and busy errors.
 mod acquire;
+/// The blocking API from plain threads (#18).
+mod blocking;
 /// Cancelled futures and dropped guards.
 mod cancel;
 /// The fault-injection suite: stopped, killed and partitioned holders, and

@@ -1,0 +1,153 @@
+//! A blocking API, for code that is not async (feature `blocking`).
+//!
+//! Command line tools, batch jobs, `std::thread` workers and build scripts
+//! need a lock as much as async services do, without a runtime of their
+//! own. This module mirrors the async API type for type: [`Client`],
+//! [`Lock`] (plain, fair, and the sides of a [`ReadWriteLock`]),
+//! [`LockGuard`], [`Semaphore`], [`ExpirableSemaphore`] and
+//! [`PermitGuard`], [`CountDownLatch`], [`MultiLock`] and [`MultiGuard`],
+//! [`RedLock`] and [`RedLockGuard`]. Every call blocks the calling thread
+//! until it is done and behaves as its async twin, whose documentation
+//! says what it does, sends and returns.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), redlease::Error> {
+//! # let url = redlease_testkit::RedisServer::shared().url();
+//! let client = redlease::blocking::Client::connect(&url)?;
+//! let guard = client.lock("doc:blocking:intro").try_lock_for(Duration::from_secs(3))?;
+//! // ... the critical section, watchdog-renewed for as long as it takes ...
+//! guard.unlock()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The runtime behind it
+//!
+//! The caller needs no runtime: the first call starts one for the whole
+//! process, with a single worker thread (`redlease-blocking`) that runs
+//! what must go on between calls (watchdog renewals, release
+//! notifications, background releases). It lives until the process ends.
+//! Each call runs its own work on the calling thread, so threads that call
+//! at once do not wait for each other.
+//!
+//! # Not inside a runtime
+//!
+//! A call made inside a Tokio runtime returns an error for which
+//! [`Error::is_runtime`] is true, and sends nothing: blocking there would
+//! stall the runtime's thread, and every task on it, for as long as a lock
+//! is awaited. Use the async API there. That includes a closure given to
+//! `tokio::task::spawn_blocking`: Tokio offers no way to tell its threads
+//! from the runtime's workers, so the check refuses both; such a closure
+//! can run the async API with `Handle::current().block_on(..)`.
+//!
+//! # Drop
+//!
+//! A guard dropped without `unlock` releases what it holds before Drop
+//! returns, waiting at most [`DROP_RELEASE_WAIT`]; a release that takes
+//! longer (Redis unreachable) goes on in the background, and failing that
+//! the lock expires after its lease. Dropped inside a Tokio runtime, it
+//! never blocks: it releases in the background. Drop never panics.
+//!
+//! Locks are not re-entrant here: the async API's re-entry belongs to an
+//! owner [`scope`](crate::scope), and a thread that asks again for a lock
+//! it holds waits for itself, as with `std::sync::Mutex`.
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime};
+
+use crate::error::Error;
+
+mod client;
+mod lock;
+mod multi;
+mod semaphore;
+
+pub use client::Client;
+pub use lock::{Lock, LockGuard, ReadWriteLock};
+pub use multi::{MultiGuard, MultiLock, RedLock, RedLockGuard};
+pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore};
+
+/// The longest a dropped guard blocks its thread to release what it holds
+/// (1 s, the client's default response timeout): long enough for any
+/// answering server, short enough that an unreachable one never hangs the
+/// thread.
+pub const DROP_RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// The process's runtime for the blocking API: one worker thread, for the
+/// tasks that run between calls. Never dropped, so nothing ever has to shut
+/// it down from a context that cannot block.
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, started on first use; an error inside another runtime.
+/// `what` names the public call, for the error message.
+fn runtime(what: &str) -> Result<&'static Runtime, Error> {
+    if Handle::try_current().is_ok() {
+        return Err(Error::inside_runtime(what));
+    }
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("redlease-blocking")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime_start(&e))?;
+    // Two first calls at once build two; the loser's is dropped here, on a
+    // plain thread, where that is allowed.
+    Ok(RUNTIME.get_or_init(|| rt))
+}
+
+/// Runs `fut` to completion on the calling thread.
+fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Error> {
+    Ok(runtime(what)?.block_on(fut))
+}
+
+/// Runs a call that answers with a `Result` of its own.
+fn call<T, F>(what: &str, fut: F) -> Result<T, Error>
+where
+    F: Future<Output = Result<T, Error>>,
+{
+    block_on(what, fut)?
+}
+
+/// Waits for `fut` at most `timeout`; `None` if it did not finish.
+fn within<F: Future>(what: &str, timeout: Duration, fut: F) -> Result<Option<F::Output>, Error> {
+    block_on(what, async move {
+        tokio::time::timeout(timeout, fut).await.ok()
+    })
+}
+
+/// A dropped guard's release: `release` owns the async guard. Outside a
+/// runtime it runs for at most [`DROP_RELEASE_WAIT`]; if it has not
+/// finished by then it is dropped inside the runtime, which drops the async
+/// guard and so hands the release to the background. Inside another
+/// runtime it is only dropped, with ours entered, for the same hand-over.
+fn release_on_drop<T, F>(what: &str, release: F)
+where
+    F: Future<Output = Result<T, Error>>,
+{
+    // A guard exists only if a call started the runtime.
+    let Some(rt) = RUNTIME.get() else {
+        return;
+    };
+    if Handle::try_current().is_ok() {
+        let _entered = rt.enter();
+        drop(release);
+        return;
+    }
+    rt.block_on(async move {
+        match tokio::time::timeout(DROP_RELEASE_WAIT, release).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "{what} dropped: its release failed"),
+            Err(_) => tracing::debug!(
+                "{what} dropped: its release took over {DROP_RELEASE_WAIT:?}; it goes on in the background"
+            ),
+        }
+    });
+}

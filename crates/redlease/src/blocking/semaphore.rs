@@ -1,0 +1,479 @@
+//! [`Semaphore`], [`ExpirableSemaphore`] with [`PermitGuard`], and
+//! [`CountDownLatch`]: the blocking twins of Redisson's counting
+//! structures.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{call, release_on_drop, within};
+use crate::error::Error;
+use crate::lost::LostReason;
+
+/// A handle to one named semaphore, Redisson's `RSemaphore`
+/// ([`crate::Semaphore`]); made by
+/// [`Client::semaphore`](super::Client::semaphore).
+///
+/// # Examples
+///
+/// ```
+/// # fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::blocking::Client::connect(&url)?;
+/// let pool = client.semaphore("doc:blocking:semaphore");
+/// pool.try_set_permits(2)?;
+/// assert!(pool.try_acquire(2)?);
+/// assert!(!pool.try_acquire(1)?);
+/// pool.release(2)?;
+/// assert_eq!(pool.available_permits()?, 2);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Semaphore {
+    inner: crate::Semaphore,
+}
+
+impl Semaphore {
+    pub(super) fn from(inner: crate::Semaphore) -> Semaphore {
+        Semaphore { inner }
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Sets the number of permits if none is set yet
+    /// ([`crate::Semaphore::try_set_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
+    /// runtime (so for every method here).
+    pub fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
+        call(
+            "Semaphore::try_set_permits",
+            self.inner.try_set_permits(permits),
+        )
+    }
+
+    /// Sets the number of available permits
+    /// ([`crate::Semaphore::set_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn set_permits(&self, permits: u64) -> Result<(), Error> {
+        call("Semaphore::set_permits", self.inner.set_permits(permits))
+    }
+
+    /// Adds `delta` permits, or takes them away if negative
+    /// ([`crate::Semaphore::add_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn add_permits(&self, delta: i64) -> Result<(), Error> {
+        call("Semaphore::add_permits", self.inner.add_permits(delta))
+    }
+
+    /// The number of permits available now
+    /// ([`crate::Semaphore::available_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn available_permits(&self) -> Result<i64, Error> {
+        call(
+            "Semaphore::available_permits",
+            self.inner.available_permits(),
+        )
+    }
+
+    /// Takes `permits` if they are available now
+    /// ([`crate::Semaphore::try_acquire`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn try_acquire(&self, permits: u64) -> Result<bool, Error> {
+        call("Semaphore::try_acquire", self.inner.try_acquire(permits))
+    }
+
+    /// Takes `permits`, waiting at most `wait` for them
+    /// ([`crate::Semaphore::try_acquire_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn try_acquire_for(&self, permits: u64, wait: Duration) -> Result<bool, Error> {
+        call(
+            "Semaphore::try_acquire_for",
+            self.inner.try_acquire_for(permits, wait),
+        )
+    }
+
+    /// Takes `permits`, waiting for as long as it takes
+    /// ([`crate::Semaphore::acquire`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn acquire(&self, permits: u64) -> Result<(), Error> {
+        call("Semaphore::acquire", self.inner.acquire(permits))
+    }
+
+    /// Gives back `permits` ([`crate::Semaphore::release`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn release(&self, permits: u64) -> Result<(), Error> {
+        call("Semaphore::release", self.inner.release(permits))
+    }
+}
+
+/// A handle to one named semaphore of permits with ids and leases,
+/// Redisson's `RPermitExpirableSemaphore` ([`crate::ExpirableSemaphore`]);
+/// made by
+/// [`Client::expirable_semaphore`](super::Client::expirable_semaphore).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::blocking::Client::connect(&url)?;
+/// let slots = client.expirable_semaphore("doc:blocking:expirable").lease(Duration::from_secs(30));
+/// slots.try_set_permits(1)?;
+/// let permit = slots.try_acquire()?;
+/// assert!(slots.try_acquire().unwrap_err().is_busy());
+/// permit.release()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ExpirableSemaphore {
+    inner: crate::ExpirableSemaphore,
+}
+
+impl ExpirableSemaphore {
+    pub(super) fn from(inner: crate::ExpirableSemaphore) -> ExpirableSemaphore {
+        ExpirableSemaphore { inner }
+    }
+
+    /// Selects a fixed lease for the permits this handle acquires
+    /// ([`crate::ExpirableSemaphore::lease`]).
+    #[must_use = "`lease` returns a new handle; use it to acquire"]
+    pub fn lease(self, lease: Duration) -> ExpirableSemaphore {
+        ExpirableSemaphore {
+            inner: self.inner.lease(lease),
+        }
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Sets the number of permits if none is set yet
+    /// ([`crate::ExpirableSemaphore::try_set_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
+    /// runtime (so for every method here).
+    pub fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
+        call(
+            "ExpirableSemaphore::try_set_permits",
+            self.inner.try_set_permits(permits),
+        )
+    }
+
+    /// Sets the number of permits
+    /// ([`crate::ExpirableSemaphore::set_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn set_permits(&self, permits: u64) -> Result<(), Error> {
+        call(
+            "ExpirableSemaphore::set_permits",
+            self.inner.set_permits(permits),
+        )
+    }
+
+    /// Adds `permits`, or takes them away if negative
+    /// ([`crate::ExpirableSemaphore::add_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn add_permits(&self, permits: i64) -> Result<(), Error> {
+        call(
+            "ExpirableSemaphore::add_permits",
+            self.inner.add_permits(permits),
+        )
+    }
+
+    /// The number of permits available now
+    /// ([`crate::ExpirableSemaphore::available_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn available_permits(&self) -> Result<i64, Error> {
+        call(
+            "ExpirableSemaphore::available_permits",
+            self.inner.available_permits(),
+        )
+    }
+
+    /// The number of permits held now
+    /// ([`crate::ExpirableSemaphore::acquired_permits`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn acquired_permits(&self) -> Result<u64, Error> {
+        call(
+            "ExpirableSemaphore::acquired_permits",
+            self.inner.acquired_permits(),
+        )
+    }
+
+    /// Releases the permit with id `permit_id`, whoever holds it
+    /// ([`crate::ExpirableSemaphore::release_by_id`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn release_by_id(&self, permit_id: &str) -> Result<(), Error> {
+        call(
+            "ExpirableSemaphore::release_by_id",
+            self.inner.release_by_id(permit_id),
+        )
+    }
+
+    /// Takes a permit if one is available now
+    /// ([`crate::ExpirableSemaphore::try_acquire`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin: [`is_busy`](Error::is_busy) when none is.
+    pub fn try_acquire(&self) -> Result<PermitGuard, Error> {
+        call("ExpirableSemaphore::try_acquire", self.inner.try_acquire()).map(PermitGuard::from)
+    }
+
+    /// Takes a permit, waiting at most `wait` for one
+    /// ([`crate::ExpirableSemaphore::try_acquire_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin: [`is_busy`](Error::is_busy) when the wait ran
+    /// out.
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<PermitGuard, Error> {
+        call(
+            "ExpirableSemaphore::try_acquire_for",
+            self.inner.try_acquire_for(wait),
+        )
+        .map(PermitGuard::from)
+    }
+
+    /// Takes a permit, waiting for as long as it takes
+    /// ([`crate::ExpirableSemaphore::acquire`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn acquire(&self) -> Result<PermitGuard, Error> {
+        call("ExpirableSemaphore::acquire", self.inner.acquire()).map(PermitGuard::from)
+    }
+}
+
+/// A held permit of an [`ExpirableSemaphore`]. Release it with
+/// [`release`](PermitGuard::release); dropped, it is released before Drop
+/// returns, waiting at most
+/// [`DROP_RELEASE_WAIT`](super::DROP_RELEASE_WAIT) (see the
+/// [module docs](super#drop)).
+#[must_use = "dropping the guard releases the permit at once; hold it for the critical section and call `release()`"]
+#[clippy::has_significant_drop]
+pub struct PermitGuard {
+    /// `None` only once `release` or Drop took it.
+    inner: Option<crate::PermitGuard>,
+}
+
+impl PermitGuard {
+    fn from(inner: crate::PermitGuard) -> PermitGuard {
+        PermitGuard { inner: Some(inner) }
+    }
+
+    fn get(&self) -> &crate::PermitGuard {
+        self.inner
+            .as_ref()
+            .expect("a guard is only taken apart by release or Drop, which consume it")
+    }
+
+    /// The permit's id.
+    pub fn id(&self) -> &str {
+        self.get().id()
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.get().name()
+    }
+
+    /// Releases the permit ([`crate::PermitGuard::release`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
+    /// runtime, where the guard is then dropped, which releases it in the
+    /// background.
+    pub fn release(mut self) -> Result<(), Error> {
+        let guard = self.inner.take().expect("release consumes the guard");
+        match super::runtime("PermitGuard::release") {
+            Ok(rt) => rt.block_on(guard.release()),
+            Err(e) => {
+                release_on_drop("PermitGuard", guard.release());
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits at most `timeout` for the permit to be lost
+    /// ([`crate::PermitGuard::lost`]): `Some` with the reason if it was,
+    /// `None` if it is still held when the time is up.
+    ///
+    /// # Errors
+    ///
+    /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime.
+    pub fn lost(&self, timeout: Duration) -> Result<Option<LostReason>, Error> {
+        within("PermitGuard::lost", timeout, self.get().lost())
+    }
+
+    /// Returns true if the permit is known or must be assumed lost.
+    pub fn is_lost(&self) -> bool {
+        self.get().is_lost()
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if let Some(guard) = self.inner.take() {
+            release_on_drop("PermitGuard", guard.release());
+        }
+    }
+}
+
+impl fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Some(guard) => guard.fmt(f),
+            None => f.write_str("PermitGuard(released)"),
+        }
+    }
+}
+
+/// A handle to one named count-down latch, Redisson's `RCountDownLatch`
+/// ([`crate::CountDownLatch`]); made by
+/// [`Client::count_down_latch`](super::Client::count_down_latch).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::blocking::Client::connect(&url)?;
+/// let latch = client.count_down_latch("doc:blocking:latch");
+/// latch.try_set_count(1)?;
+/// let worker = std::thread::spawn({
+///     let latch = latch.clone();
+///     move || latch.count_down()
+/// });
+/// assert!(latch.wait_for(Duration::from_secs(5))?);
+/// worker.join().unwrap()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CountDownLatch {
+    inner: crate::CountDownLatch,
+}
+
+impl CountDownLatch {
+    pub(super) fn from(inner: crate::CountDownLatch) -> CountDownLatch {
+        CountDownLatch { inner }
+    }
+
+    /// The latch's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Sets the count if the latch is not counting already
+    /// ([`crate::CountDownLatch::try_set_count`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
+    /// runtime (so for every method here).
+    pub fn try_set_count(&self, count: u64) -> Result<bool, Error> {
+        call(
+            "CountDownLatch::try_set_count",
+            self.inner.try_set_count(count),
+        )
+    }
+
+    /// Counts down by one ([`crate::CountDownLatch::count_down`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn count_down(&self) -> Result<(), Error> {
+        call("CountDownLatch::count_down", self.inner.count_down())
+    }
+
+    /// The count now ([`crate::CountDownLatch::count`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn count(&self) -> Result<u64, Error> {
+        call("CountDownLatch::count", self.inner.count())
+    }
+
+    /// Waits at most `timeout` for the count to reach zero: true if it did
+    /// ([`crate::CountDownLatch::wait_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn wait_for(&self, timeout: Duration) -> Result<bool, Error> {
+        call("CountDownLatch::wait_for", self.inner.wait_for(timeout))
+    }
+
+    /// Waits for the count to reach zero ([`crate::CountDownLatch::wait`]).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn wait(&self) -> Result<(), Error> {
+        call("CountDownLatch::wait", self.inner.wait())
+    }
+
+    /// Deletes the latch, waking its waiters
+    /// ([`crate::CountDownLatch::delete`]): true if it existed.
+    ///
+    /// # Errors
+    ///
+    /// As its async twin.
+    pub fn delete(&self) -> Result<bool, Error> {
+        call("CountDownLatch::delete", self.inner.delete())
+    }
+}

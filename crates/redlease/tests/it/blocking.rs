@@ -1,0 +1,477 @@
+//! The blocking API (#18), from plain threads: exclusion under load, busy
+//! errors, Drop releases, fencing, every primitive's twin, and a clear
+//! error inside a runtime.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redlease::LostReason;
+use redlease::blocking::{Client, DROP_RELEASE_WAIT, RedLock};
+
+use crate::support::{RedisServer, exists, unique};
+
+fn client() -> Client {
+    Client::connect(&RedisServer::shared().url()).unwrap()
+}
+
+/// Eight threads, each with its own client, take one lock 25 times each
+/// and do a read-modify-write on Redis inside it: never two inside at
+/// once, no update lost, and each holder's fencing token is above the one
+/// before.
+#[test]
+fn threads_exclude_each_other_under_load() {
+    let server = RedisServer::shared();
+    let name = unique("blocking-load");
+    let counter = format!("{name}:counter");
+    let inside = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (name, counter) = (name.clone(), counter.clone());
+            let (inside, tokens) = (inside.clone(), tokens.clone());
+            let url = server.url();
+            thread::spawn(move || {
+                let client = Client::connect(&url).unwrap();
+                let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+                for _ in 0..25 {
+                    let guard = client
+                        .lock(&name)
+                        .try_lock_for(Duration::from_secs(10))
+                        .unwrap();
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    tokens.lock().unwrap().push(guard.fencing_token());
+                    let n: Option<u64> = redis::cmd("GET").arg(&counter).query(&mut conn).unwrap();
+                    thread::yield_now();
+                    redis::cmd("SET")
+                        .arg(&counter)
+                        .arg(n.unwrap_or(0) + 1)
+                        .exec(&mut conn)
+                        .unwrap();
+                    inside.store(false, Ordering::SeqCst);
+                    guard.unlock().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let total: u64 = redis::cmd("GET")
+        .arg(&counter)
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(total, 200);
+    let tokens = tokens.lock().unwrap();
+    assert_eq!(tokens.len(), 200);
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens not increasing in the order of the holds"
+    );
+    assert!(!exists(server, &name));
+}
+
+/// A held lock: `try_lock` is busy at once, `try_lock_for` after its wait,
+/// and both say so in the error.
+#[test]
+fn busy_after_the_wait() {
+    let client = client();
+    let name = unique("blocking-busy");
+    let held = client.lock(&name).try_lock().unwrap();
+    let other = client.lock(&name);
+    let e = other.try_lock().unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    let started = Instant::now();
+    let e = other.try_lock_for(Duration::from_millis(150)).unwrap_err();
+    let waited = started.elapsed();
+    assert!(e.is_busy(), "{e}");
+    assert_eq!(e.key(), Some(name.as_str()));
+    assert!(waited >= Duration::from_millis(150), "{waited:?}");
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    held.unlock().unwrap();
+}
+
+/// A waiter in another thread takes the lock as soon as the holder
+/// releases it: woken by the release message, long before its wait ends.
+#[test]
+fn a_waiting_thread_wakes_on_release() {
+    let client = client();
+    let name = unique("blocking-wake");
+    let held = client.lock(&name).try_lock().unwrap();
+    let waiter = thread::spawn({
+        let lock = client.lock(&name);
+        move || {
+            let guard = lock.try_lock_for(Duration::from_secs(20)).unwrap();
+            let at = Instant::now();
+            guard.unlock().unwrap();
+            at
+        }
+    });
+    thread::sleep(Duration::from_millis(200));
+    let released = Instant::now();
+    held.unlock().unwrap();
+    let acquired = waiter.join().unwrap();
+    let delay = acquired - released;
+    assert!(delay < Duration::from_secs(2), "woken after {delay:?}");
+}
+
+/// A dropped guard has released the lock when Drop returns: the key is
+/// gone and another client takes the lock at once.
+#[test]
+fn drop_releases_before_returning() {
+    let server = RedisServer::shared();
+    let (a, b) = (client(), client());
+    let name = unique("blocking-drop");
+    for lock in [
+        a.lock(&name),
+        a.lock(&name).lease(Duration::from_secs(30)),
+        a.fair_lock(&name),
+    ] {
+        let guard = lock.try_lock().unwrap();
+        assert!(exists(server, &name));
+        drop(guard);
+        assert!(!exists(server, &name), "the key outlived the dropped guard");
+        b.lock(&name).try_lock().unwrap().unlock().unwrap();
+    }
+}
+
+/// Drop against a server that stopped answering returns within its bound
+/// and never panics; the release goes on when the server comes back.
+#[test]
+fn drop_is_bounded_when_redis_does_not_answer() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let name = unique("blocking-drop-paused");
+    let guard = client
+        .lock(&name)
+        .lease(Duration::from_secs(30))
+        .try_lock()
+        .unwrap();
+    server.pause();
+    let started = Instant::now();
+    drop(guard);
+    let took = started.elapsed();
+    server.resume();
+    assert!(
+        took < DROP_RELEASE_WAIT + Duration::from_millis(500),
+        "drop blocked {took:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(&server, &name) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!exists(&server, &name), "the background release never ran");
+}
+
+/// `lost` waits at most its timeout: `None` for a lock still held, the
+/// reason for a fixed lease that ran out.
+#[test]
+fn lost_waits_with_a_timeout() {
+    let client = client();
+    let held = client.lock(unique("blocking-held")).try_lock().unwrap();
+    let started = Instant::now();
+    assert_eq!(held.lost(Duration::from_millis(100)).unwrap(), None);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    assert!(!held.is_lost());
+    held.unlock().unwrap();
+
+    let short = client
+        .lock(unique("blocking-expiring"))
+        .lease(Duration::from_millis(100))
+        .try_lock()
+        .unwrap();
+    assert!(short.expires_at().is_some());
+    assert_eq!(
+        short.lost(Duration::from_secs(5)).unwrap(),
+        Some(LostReason::Expired)
+    );
+    assert!(short.is_lost());
+    assert!(short.unlock().unwrap_err().is_not_owner());
+}
+
+/// `extend` and `is_held` on a fixed lease, as their async twins.
+#[test]
+fn extend_and_is_held() {
+    let client = client();
+    let name = unique("blocking-extend");
+    let guard = client
+        .lock(&name)
+        .lease(Duration::from_millis(300))
+        .try_lock()
+        .unwrap();
+    let before = guard.expires_at().unwrap();
+    guard.extend(Duration::from_secs(10)).unwrap();
+    assert!(guard.expires_at().unwrap() > before);
+    assert!(guard.is_held().unwrap());
+    thread::sleep(Duration::from_millis(400));
+    assert!(guard.is_held().unwrap(), "extended lease ran out early");
+    guard.unlock().unwrap();
+}
+
+/// Inside a runtime, every call is refused with a runtime error and sends
+/// nothing, whether made by async code or in `spawn_blocking`; a guard
+/// dropped or unlocked there releases in the background, without a panic.
+#[test]
+fn inside_a_runtime_is_a_clear_error() {
+    let server = RedisServer::shared();
+    let client = client();
+    let name = unique("blocking-in-runtime");
+    let guard = client.lock(&name).try_lock().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let e = Client::connect(&server.url()).unwrap_err();
+        assert!(e.is_runtime(), "{e}");
+        assert!(e.to_string().contains("inside a tokio runtime"), "{e}");
+        let other = unique("blocking-in-runtime-untouched");
+        let e = client.lock(&other).try_lock().unwrap_err();
+        assert!(e.is_runtime(), "{e}");
+        assert!(!exists(server, &other), "a refused call wrote the key");
+        let lock = client.lock(&other);
+        let e = tokio::task::spawn_blocking(move || lock.try_lock().unwrap_err())
+            .await
+            .unwrap();
+        assert!(e.is_runtime(), "{e}");
+        // Unlock inside the runtime: refused, and released in the
+        // background.
+        let e = guard.unlock().unwrap_err();
+        assert!(e.is_runtime(), "{e}");
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(server, &name) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!exists(server, &name), "unlock in a runtime never released");
+
+    // A guard dropped inside a runtime releases in the background too.
+    let guard = client.lock(&name).try_lock().unwrap();
+    rt.block_on(async move { drop(guard) });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(server, &name) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !exists(server, &name),
+        "a guard dropped in a runtime leaked"
+    );
+}
+
+/// The fair lock's twin: threads waiting in turn each get it, one at a
+/// time.
+#[test]
+fn fair_lock_from_threads() {
+    let name = unique("blocking-fair");
+    let inside = Arc::new(AtomicBool::new(false));
+    let holds = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, inside, holds) = (client().fair_lock(&name), inside.clone(), holds.clone());
+            thread::spawn(move || {
+                for _ in 0..5 {
+                    let guard = lock.try_lock_for(Duration::from_secs(10)).unwrap();
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    holds.fetch_add(1, Ordering::SeqCst);
+                    inside.store(false, Ordering::SeqCst);
+                    guard.unlock().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(holds.load(Ordering::SeqCst), 20);
+}
+
+/// The read-write lock's twin: readers share, a writer waits for them.
+#[test]
+fn read_write_lock_from_threads() {
+    let client = client();
+    let rw = client.read_write_lock(unique("blocking-rw"));
+    let (r1, r2) = (rw.read().try_lock().unwrap(), rw.read().try_lock().unwrap());
+    assert!(rw.write().try_lock().unwrap_err().is_busy());
+    let writer = thread::spawn({
+        let write = rw.write();
+        move || {
+            write
+                .try_lock_for(Duration::from_secs(10))
+                .map(|g| g.unlock())
+        }
+    });
+    thread::sleep(Duration::from_millis(100));
+    r1.unlock().unwrap();
+    r2.unlock().unwrap();
+    writer.join().unwrap().unwrap().unwrap();
+}
+
+/// The semaphore's twin: with 3 permits and 6 threads, never more than 3
+/// holders at once, and every permit back at the end.
+#[test]
+fn semaphore_bounds_threads() {
+    let name = unique("blocking-semaphore");
+    let setup = client().semaphore(&name);
+    assert!(setup.try_set_permits(3).unwrap());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..6)
+        .map(|_| {
+            let (sem, inside, most) = (client().semaphore(&name), inside.clone(), most.clone());
+            thread::spawn(move || {
+                for _ in 0..5 {
+                    assert!(sem.try_acquire_for(1, Duration::from_secs(10)).unwrap());
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(2));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    sem.release(1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) <= 3);
+    assert_eq!(setup.available_permits().unwrap(), 3);
+    setup.add_permits(-1).unwrap();
+    assert!(!setup.try_acquire(3).unwrap());
+    setup.set_permits(1).unwrap();
+    setup.acquire(1).unwrap();
+    assert_eq!(setup.available_permits().unwrap(), 0);
+}
+
+/// The expirable semaphore's twin: a permit dropped is back at once, one
+/// released by id too.
+#[test]
+fn expirable_semaphore_permits_come_back() {
+    let client = client();
+    let slots = client
+        .expirable_semaphore(unique("blocking-expirable"))
+        .lease(Duration::from_secs(30));
+    slots.try_set_permits(1).unwrap();
+    let permit = slots.try_acquire().unwrap();
+    assert_eq!(slots.acquired_permits().unwrap(), 1);
+    assert!(slots.try_acquire().unwrap_err().is_busy());
+    drop(permit);
+    assert_eq!(
+        slots.available_permits().unwrap(),
+        1,
+        "dropped permit not back"
+    );
+    let permit = slots.try_acquire_for(Duration::from_secs(1)).unwrap();
+    slots.release_by_id(permit.id()).unwrap();
+    assert!(permit.release().unwrap_err().is_not_owner());
+    let permit = slots.acquire().unwrap();
+    assert_eq!(permit.lost(Duration::from_millis(20)).unwrap(), None);
+    permit.release().unwrap();
+}
+
+/// The latch's twin: a waiting thread wakes when the others count down.
+#[test]
+fn latch_from_threads() {
+    let client = client();
+    let latch = client.count_down_latch(unique("blocking-latch"));
+    assert!(latch.try_set_count(3).unwrap());
+    let waiter = thread::spawn({
+        let latch = latch.clone();
+        move || latch.wait_for(Duration::from_secs(10))
+    });
+    for _ in 0..3 {
+        thread::sleep(Duration::from_millis(20));
+        latch.count_down().unwrap();
+    }
+    assert!(waiter.join().unwrap().unwrap());
+    assert_eq!(latch.count().unwrap(), 0);
+    latch.wait().unwrap();
+    assert!(!latch.delete().unwrap());
+}
+
+/// The multi-lock's twin: all or none, each member fenced, released by
+/// Drop.
+#[test]
+fn multi_lock_all_or_none() {
+    let server = RedisServer::shared();
+    let client = client();
+    let (a, b) = (unique("blocking-multi-a"), unique("blocking-multi-b"));
+    let held_b = client.lock(&b).try_lock().unwrap();
+    let both = client.multi_lock([&a, &b]);
+    assert!(both.try_lock().unwrap_err().is_busy());
+    assert!(!exists(server, &a), "a member stayed held");
+    held_b.unlock().unwrap();
+    let guard = both.try_lock_for(Duration::from_secs(2)).unwrap();
+    assert!(guard.fencing_token(&a).is_some() && guard.fencing_token(&b).is_some());
+    assert_eq!(guard.names().count(), 2);
+    assert_eq!(guard.lost(Duration::from_millis(20)).unwrap(), None);
+    drop(guard);
+    assert!(!exists(server, &a) && !exists(server, &b));
+    both.lock().unwrap().unlock().unwrap();
+}
+
+/// The RedLock's twin, on three masters: a quorum, extended, released.
+#[test]
+fn redlock_over_three_masters() {
+    let servers: Vec<_> = (0..3).map(|_| RedisServer::start()).collect();
+    let clients: Vec<_> = servers
+        .iter()
+        .map(|s| Client::connect(&s.url()).unwrap())
+        .collect();
+    let name = unique("blocking-redlock");
+    let lock = RedLock::new(clients, &name)
+        .unwrap()
+        .lease(Duration::from_secs(10));
+    let mut guard = lock.try_lock().unwrap();
+    assert!(guard.masters() >= lock.quorum());
+    assert!(
+        lock.try_lock_for(Duration::from_millis(50))
+            .unwrap_err()
+            .is_busy()
+    );
+    guard.extend(Duration::from_secs(20)).unwrap();
+    assert!(guard.valid_until() > Instant::now() + Duration::from_secs(15));
+    assert_eq!(guard.lost(Duration::from_millis(20)).unwrap(), None);
+    guard.unlock().unwrap();
+    assert!(servers.iter().all(|s| !exists(s, &name)));
+    drop(lock.try_lock().unwrap());
+    assert!(servers.iter().all(|s| !exists(s, &name)));
+}
+
+/// Bad input gets the async API's typed error, through the blocking one.
+#[test]
+fn bad_input_is_a_typed_error() {
+    let e = client().lock("").try_lock().unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    let e = Client::connect("not a url").unwrap_err();
+    assert!(!e.is_runtime(), "{e}");
+}
+
+/// Many threads' first calls at once start one runtime between them, and
+/// all of them work.
+#[test]
+fn first_calls_at_once() {
+    let url = RedisServer::shared().url();
+    let start = Arc::new(Barrier::new(6));
+    let ok = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let (url, start, ok) = (url.clone(), start.clone(), ok.clone());
+            thread::spawn(move || {
+                start.wait();
+                let client = Client::connect(&url).unwrap();
+                client
+                    .lock(unique("blocking-first"))
+                    .try_lock()
+                    .unwrap()
+                    .unlock()
+                    .unwrap();
+                ok.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(ok.load(Ordering::SeqCst), 6);
+}
