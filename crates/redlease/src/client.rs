@@ -31,7 +31,7 @@ use crate::watchdog::Watchdog;
 /// # Ok(())
 /// # }
 /// ```
-pub use redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
+pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
 
 /// How long a lock's fencing counter outlives its last acquisition when no
 /// other time is configured; see [`ClientBuilder::fencing_counter_ttl`].

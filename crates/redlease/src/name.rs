@@ -6,6 +6,9 @@ use std::time::Duration;
 use crate::error::{Error, human};
 
 use redlease_grammar::limits::MAX_LEASE;
+
+// A constant of its own rather than a re-export of the grammar's, whose docs
+// rustdoc would append to these.
 /// The longest lock name accepted, in bytes. Redis allows much longer keys,
 /// but a name this long is almost always a bug (a whole payload
 /// interpolated into the key), and every byte is sent on every acquire and
@@ -24,7 +27,7 @@ use redlease_grammar::limits::MAX_LEASE;
 /// # Ok(())
 /// # }
 /// ```
-pub use redlease_grammar::limits::MAX_NAME_LEN;
+pub const MAX_NAME_LEN: usize = redlease_grammar::limits::MAX_NAME_LEN;
 
 /// Checks a lock name before anything is sent.
 pub(crate) fn validate(name: &str) -> Result<(), Error> {
