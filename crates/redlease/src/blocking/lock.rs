@@ -50,6 +50,18 @@ impl Lock {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock:name");
+    /// assert_eq!(lock.name(), "doc:blocking:lock:name");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
@@ -61,6 +73,21 @@ impl Lock {
     /// As [`crate::Lock::try_lock`]: [`is_busy`](Error::is_busy) when
     /// another owner holds it. [`is_runtime`](Error::is_runtime) inside a
     /// Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock:try_lock");
+    /// let guard = lock.try_lock()?;
+    /// // Held: a second attempt fails at once.
+    /// assert!(lock.try_lock().unwrap_err().is_busy());
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&self) -> Result<LockGuard, Error> {
         call("Lock::try_lock", self.inner.try_lock()).map(LockGuard::from)
     }
@@ -102,6 +129,20 @@ impl Lock {
     ///
     /// As [`crate::Lock::lock`]; [`is_runtime`](Error::is_runtime) inside a
     /// Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock:lock");
+    /// let guard = lock.lock()?; // waits for as long as it takes; here not at all
+    /// assert!(guard.is_held()?);
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&self) -> Result<LockGuard, Error> {
         call("Lock::lock", self.inner.lock()).map(LockGuard::from)
     }
@@ -131,11 +172,37 @@ impl LockGuard {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let guard = client.lock("doc:blocking:lock_guard:name").try_lock()?;
+    /// assert_eq!(guard.name(), "doc:blocking:lock_guard:name");
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.get().name()
     }
 
     /// The owner field this guard holds (`<client-id>:<n>`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let guard = client.lock("doc:blocking:lock_guard:owner").try_lock()?;
+    /// assert!(guard.owner().starts_with(&format!("{}:", client.id())));
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn owner(&self) -> &str {
         self.get().owner()
     }
@@ -174,6 +241,21 @@ impl LockGuard {
     /// when it was no longer ours. [`is_runtime`](Error::is_runtime) inside
     /// a Tokio runtime, where the guard is then dropped, which releases it
     /// in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock_guard:unlock");
+    /// let guard = lock.try_lock()?;
+    /// guard.unlock()?;
+    /// // Free again at once.
+    /// lock.try_lock()?.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unlock(mut self) -> Result<(), Error> {
         let guard = self.inner.take().expect("unlock consumes the guard");
         match super::runtime("LockGuard::unlock") {
@@ -192,12 +274,43 @@ impl LockGuard {
     ///
     /// As [`crate::LockGuard::extend`]; [`is_runtime`](Error::is_runtime)
     /// inside a Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock_guard:extend").lease(Duration::from_secs(2));
+    /// let guard = lock.try_lock()?;
+    /// let until = guard.expires_at().expect("a fixed lease");
+    /// guard.extend(Duration::from_secs(30))?; // the work takes longer than planned
+    /// assert!(guard.expires_at().expect("a fixed lease") > until);
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn extend(&self, lease: Duration) -> Result<(), Error> {
         call("LockGuard::extend", self.get().extend(lease))
     }
 
     /// The end of a fixed lease by the local clock; `None` in watchdog
     /// mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let guard = client.lock("doc:blocking:lock_guard:expires_at").try_lock()?;
+    /// assert_eq!(guard.expires_at(), None); // watchdog mode: no end while it is held
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn expires_at(&self) -> Option<Instant> {
         self.get().expires_at()
     }
@@ -208,6 +321,25 @@ impl LockGuard {
     ///
     /// As [`crate::LockGuard::is_held`]; [`is_runtime`](Error::is_runtime)
     /// inside a Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock_guard:is_held");
+    /// let short = lock.clone().lease(Duration::from_millis(50)).try_lock()?;
+    /// std::thread::sleep(Duration::from_millis(80));
+    /// assert!(!short.is_held()?); // expired in Redis
+    /// let guard = lock.try_lock()?;
+    /// assert!(guard.is_held()?);
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_held(&self) -> Result<bool, Error> {
         call("LockGuard::is_held", self.get().is_held())
     }
@@ -241,6 +373,23 @@ impl LockGuard {
 
     /// Returns true if the lock is known or must be assumed lost
     /// ([`crate::LockGuard::is_lost`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let lock = client.lock("doc:blocking:lock_guard:is_lost").lease(Duration::from_millis(50));
+    /// let guard = lock.try_lock()?;
+    /// std::thread::sleep(Duration::from_millis(80));
+    /// // Past its lease by our clock: check before every step of a long job.
+    /// assert!(guard.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.get().is_lost()
     }
@@ -294,17 +443,61 @@ impl ReadWriteLock {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let rw = client.read_write_lock("doc:blocking:read_write_lock:name");
+    /// assert_eq!(rw.name(), "doc:blocking:read_write_lock:name");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
 
     /// The read side: shared with other readers, excluded by a writer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let rw = client.read_write_lock("doc:blocking:read_write_lock:read");
+    /// let first = rw.read().try_lock()?;
+    /// let second = rw.read().try_lock()?; // readers share it
+    /// assert!(first.is_held()? && second.is_held()?);
+    /// first.unlock()?;
+    /// second.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn read(&self) -> Lock {
         Lock::from(self.inner.read())
     }
 
     /// The write side: excludes every other hold, read or write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let rw = client.read_write_lock("doc:blocking:read_write_lock:write");
+    /// let writer = rw.write().try_lock()?;
+    /// // The writer excludes readers and other writers.
+    /// assert!(rw.read().try_lock().unwrap_err().is_busy());
+    /// assert!(rw.write().try_lock().unwrap_err().is_busy());
+    /// writer.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn write(&self) -> Lock {
         Lock::from(self.inner.write())

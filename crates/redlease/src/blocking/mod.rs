@@ -76,6 +76,23 @@ pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore};
 /// (1 s, the client's default response timeout): long enough for any
 /// answering server, short enough that an unreachable one never hangs the
 /// thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::blocking::Client::connect(&url)?;
+/// let guard = client.lock("doc:blocking:drop_release_wait").try_lock()?;
+/// // Released before drop returns: at most DROP_RELEASE_WAIT, then in the background.
+/// drop(guard);
+/// client.lock("doc:blocking:drop_release_wait").try_lock()?.unlock()?; // free at once
+/// assert_eq!(redlease::blocking::DROP_RELEASE_WAIT, Duration::from_secs(1));
+/// # Ok(())
+/// # }
+/// ```
 pub const DROP_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// The process's runtime for the blocking API: one worker thread, for the

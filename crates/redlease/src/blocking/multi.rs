@@ -38,6 +38,22 @@ impl MultiLock {
     }
 
     /// Selects a fixed lease for every member ([`crate::MultiLock::lease`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_lock:lease:a", "doc:blocking:multi_lock:lease:b");
+    /// let _guard = client.multi_lock([a, b]).lease(Duration::from_millis(50)).try_lock()?;
+    /// std::thread::sleep(Duration::from_millis(80)); // never renewed
+    /// client.lock(a).try_lock()?.unlock()?; // expired: free again
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(self, lease: Duration) -> MultiLock {
         MultiLock {
@@ -46,6 +62,20 @@ impl MultiLock {
     }
 
     /// The member names, in the order they are taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_lock:names:a", "doc:blocking:multi_lock:names:b");
+    /// let multi = client.multi_lock([b, a, b]);
+    /// // Sorted, without duplicates: every caller takes them in this order.
+    /// assert!(multi.names().eq([a, b]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.inner.names()
     }
@@ -59,6 +89,22 @@ impl MultiLock {
     /// held by another owner (nothing is left held).
     /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime (so for
     /// every call here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let a = "doc:blocking:multi_lock:try_lock:a";
+    /// let b = "doc:blocking:multi_lock:try_lock:b";
+    /// let held = client.lock(b).try_lock()?;
+    /// let e = client.multi_lock([a, b]).try_lock().unwrap_err(); // nothing is left held
+    /// assert_eq!(e.key(), Some(b));
+    /// held.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&self) -> Result<MultiGuard, Error> {
         call("MultiLock::try_lock", self.inner.try_lock()).map(MultiGuard::from)
     }
@@ -69,6 +115,25 @@ impl MultiLock {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let a = "doc:blocking:multi_lock:try_lock_for:a";
+    /// let b = "doc:blocking:multi_lock:try_lock_for:b";
+    /// let held = client.lock(b).try_lock()?;
+    /// let multi = client.multi_lock([a, b]);
+    /// assert!(multi.try_lock_for(Duration::from_millis(50)).unwrap_err().is_busy());
+    /// held.unlock()?;
+    /// multi.try_lock_for(Duration::from_secs(1))?.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock_for(&self, wait: Duration) -> Result<MultiGuard, Error> {
         call("MultiLock::try_lock_for", self.inner.try_lock_for(wait)).map(MultiGuard::from)
     }
@@ -79,6 +144,20 @@ impl MultiLock {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_lock:lock:a", "doc:blocking:multi_lock:lock:b");
+    /// let guard = client.multi_lock([a, b]).lock()?; // waits for as long as it takes
+    /// assert!(client.lock(a).try_lock().unwrap_err().is_busy());
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&self) -> Result<MultiGuard, Error> {
         call("MultiLock::lock", self.inner.lock()).map(MultiGuard::from)
     }
@@ -107,11 +186,41 @@ impl MultiGuard {
     }
 
     /// The members' names, in the order they were taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_guard:names:a", "doc:blocking:multi_guard:names:b");
+    /// let guard = client.multi_lock([b, a]).try_lock()?;
+    /// assert!(guard.names().eq([a, b])); // in the order they were taken
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.get().guards().iter().map(crate::LockGuard::name)
     }
 
     /// The fencing token of member `name`, if it is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let a = "doc:blocking:multi_guard:fencing_token:a";
+    /// let b = "doc:blocking:multi_guard:fencing_token:b";
+    /// let guard = client.multi_lock([a, b]).try_lock()?;
+    /// assert!(guard.fencing_token(a).is_some()); // pass it with every write to `a`'s resource
+    /// assert_eq!(guard.fencing_token("not a member"), None);
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fencing_token(&self, name: &str) -> Option<u64> {
         self.get().fencing_token(name)
     }
@@ -124,6 +233,21 @@ impl MultiGuard {
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime, where the guard is then dropped, which releases the
     /// members in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_guard:unlock:a", "doc:blocking:multi_guard:unlock:b");
+    /// let guard = client.multi_lock([a, b]).try_lock()?;
+    /// guard.unlock()?;
+    /// // Every member is free again.
+    /// client.lock(b).try_lock()?.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unlock(mut self) -> Result<(), Error> {
         let guard = self.inner.take().expect("unlock consumes the guard");
         match super::runtime("MultiGuard::unlock") {
@@ -142,11 +266,44 @@ impl MultiGuard {
     /// # Errors
     ///
     /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_guard:lost:a", "doc:blocking:multi_guard:lost:b");
+    /// let guard = client.multi_lock([a, b]).lease(Duration::from_millis(50)).try_lock()?;
+    /// let (name, reason) = guard.lost(Duration::from_secs(1))?.expect("lost within the second");
+    /// assert!(name == a || name == b);
+    /// assert_eq!(reason, redlease::LostReason::Expired);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lost(&self, timeout: Duration) -> Result<Option<(String, LostReason)>, Error> {
         within("MultiGuard::lost", timeout, self.get().lost())
     }
 
     /// Returns true if any member is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let (a, b) = ("doc:blocking:multi_guard:is_lost:a", "doc:blocking:multi_guard:is_lost:b");
+    /// let guard = client.multi_lock([a, b]).lease(Duration::from_millis(50)).try_lock()?;
+    /// std::thread::sleep(Duration::from_millis(80));
+    /// assert!(guard.is_lost()); // past the members' lease by our clock
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.get().is_lost()
     }
@@ -204,6 +361,26 @@ impl RedLock {
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) without clients.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// // clients: one blocking client per independent master.
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:new")?;
+    /// assert_eq!(redlock.quorum(), 2);
+    ///
+    /// let none: Vec<redlease::blocking::Client> = Vec::new();
+    /// assert!(RedLock::new(none, "doc:blocking:redlock:new").unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(
         clients: impl IntoIterator<Item = Client>,
         name: impl Into<String>,
@@ -213,6 +390,27 @@ impl RedLock {
     }
 
     /// The lease on each master ([`crate::RedLock::lease`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:lease")?
+    ///     .lease(Duration::from_secs(20));
+    /// let guard = redlock.try_lock()?;
+    /// // Valid for less than the lease: the acquire and the drift take their share.
+    /// assert!(guard.valid_until() < Instant::now() + Duration::from_secs(20));
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(self, lease: Duration) -> RedLock {
         RedLock {
@@ -222,6 +420,27 @@ impl RedLock {
 
     /// How long one master may take to answer an acquire
     /// ([`crate::RedLock::master_timeout`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// // Masters across a WAN: give each 200 ms to answer.
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:master_timeout")?
+    ///     .master_timeout(Duration::from_millis(200));
+    /// let guard = redlock.try_lock()?;
+    /// assert!(guard.masters() >= redlock.quorum());
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`master_timeout` returns a new handle; use it to acquire"]
     pub fn master_timeout(self, timeout: Duration) -> RedLock {
         RedLock {
@@ -230,6 +449,23 @@ impl RedLock {
     }
 
     /// The number of masters that must grant the lock: N/2 + 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:quorum")?;
+    /// // 3 masters: 2 must grant it; one may be down.
+    /// assert_eq!(redlock.quorum(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn quorum(&self) -> usize {
         self.inner.quorum()
     }
@@ -241,6 +477,25 @@ impl RedLock {
     /// As its async twin: [`is_busy`](Error::is_busy) without a quorum.
     /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime (so for
     /// every call here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:try_lock")?;
+    /// let guard = redlock.try_lock()?;
+    /// // Held: a second attempt finds no master to grant it.
+    /// assert!(redlock.try_lock().unwrap_err().is_busy());
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&self) -> Result<RedLockGuard, Error> {
         call("RedLock::try_lock", self.inner.try_lock()).map(RedLockGuard::from)
     }
@@ -250,6 +505,28 @@ impl RedLock {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock:try_lock_for")?
+    ///     .lease(Duration::from_millis(100));
+    /// let first = redlock.try_lock()?;
+    /// // Retries until the first holder's 100 ms lease is over.
+    /// let second = redlock.try_lock_for(Duration::from_secs(2))?;
+    /// assert!(first.is_lost());
+    /// second.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock_for(&self, wait: Duration) -> Result<RedLockGuard, Error> {
         call("RedLock::try_lock_for", self.inner.try_lock_for(wait)).map(RedLockGuard::from)
     }
@@ -278,21 +555,97 @@ impl RedLockGuard {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let guard = RedLock::new(clients, "doc:blocking:redlock_guard:name")?.try_lock()?;
+    /// assert_eq!(guard.name(), "doc:blocking:redlock_guard:name");
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.get().name()
     }
 
     /// How many masters hold it now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let guard = RedLock::new(clients, "doc:blocking:redlock_guard:masters")?.try_lock()?;
+    /// // At least a quorum; more as late grants come in.
+    /// assert!((2..=3).contains(&guard.masters()));
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn masters(&self) -> usize {
         self.get().masters()
     }
 
     /// When the lock stops being valid by this process's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock_guard:valid_until")?
+    ///     .lease(Duration::from_secs(10));
+    /// let guard = redlock.try_lock()?;
+    /// let left = guard.valid_until().saturating_duration_since(Instant::now());
+    /// assert!(left > Duration::from_secs(9) && left < Duration::from_secs(10));
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn valid_until(&self) -> Instant {
         self.get().valid_until()
     }
 
     /// Whether the validity has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock_guard:is_lost")?
+    ///     .lease(Duration::from_millis(100));
+    /// let guard = redlock.try_lock()?;
+    /// std::thread::sleep(Duration::from_millis(100));
+    /// assert!(guard.is_lost()); // the validity, shorter than the lease, has ended
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.get().is_lost()
     }
@@ -303,6 +656,26 @@ impl RedLockGuard {
     /// # Errors
     ///
     /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock_guard:lost")?
+    ///     .lease(Duration::from_millis(100));
+    /// let guard = redlock.try_lock()?;
+    /// // Work that would take a second outlives the lock.
+    /// assert_eq!(guard.lost(Duration::from_secs(1))?, Some(redlease::LostReason::Expired));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lost(&self, timeout: Duration) -> Result<Option<LostReason>, Error> {
         within("RedLockGuard::lost", timeout, self.get().lost())
     }
@@ -314,6 +687,28 @@ impl RedLockGuard {
     ///
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock_guard:extend")?
+    ///     .lease(Duration::from_secs(5));
+    /// let mut guard = redlock.try_lock()?;
+    /// let before = guard.valid_until();
+    /// guard.extend(Duration::from_secs(30))?;
+    /// assert!(guard.valid_until() > before);
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn extend(&mut self, lease: Duration) -> Result<(), Error> {
         let guard = self
             .inner
@@ -330,6 +725,25 @@ impl RedLockGuard {
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime, where the guard is then dropped, which releases it in the
     /// background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use redlease::blocking::RedLock;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let servers: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    /// # let clients = urls.iter().map(|url| redlease::blocking::Client::connect(url));
+    /// # let clients = clients.collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = RedLock::new(clients, "doc:blocking:redlock_guard:unlock")?;
+    /// let guard = redlock.try_lock()?;
+    /// guard.unlock()?;
+    /// // Free on every master again.
+    /// redlock.try_lock()?.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unlock(mut self) -> Result<(), Error> {
         let guard = self.inner.take().expect("unlock consumes the guard");
         match super::runtime("RedLockGuard::unlock") {

@@ -39,6 +39,18 @@ impl Semaphore {
     }
 
     /// The semaphore's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:name");
+    /// assert_eq!(pool.name(), "doc:blocking:semaphore:name"); // also the Redis key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
@@ -50,6 +62,20 @@ impl Semaphore {
     ///
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime (so for every method here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:try_set_permits");
+    /// assert!(pool.try_set_permits(4)?); // set here
+    /// assert!(!pool.try_set_permits(10)?); // set already: left as it is
+    /// assert_eq!(pool.available_permits()?, 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
         call(
             "Semaphore::try_set_permits",
@@ -63,6 +89,20 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:set_permits");
+    /// pool.try_set_permits(4)?;
+    /// pool.set_permits(2)?; // whatever it was
+    /// assert_eq!(pool.available_permits()?, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_permits(&self, permits: u64) -> Result<(), Error> {
         call("Semaphore::set_permits", self.inner.set_permits(permits))
     }
@@ -73,6 +113,20 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:add_permits");
+    /// pool.add_permits(3)?; // a missing key counts as 0
+    /// pool.add_permits(-1)?;
+    /// assert_eq!(pool.available_permits()?, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_permits(&self, delta: i64) -> Result<(), Error> {
         call("Semaphore::add_permits", self.inner.add_permits(delta))
     }
@@ -83,6 +137,21 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:available_permits");
+    /// assert_eq!(pool.available_permits()?, 0); // never set
+    /// pool.try_set_permits(3)?;
+    /// assert!(pool.try_acquire(2)?);
+    /// assert_eq!(pool.available_permits()?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn available_permits(&self) -> Result<i64, Error> {
         call(
             "Semaphore::available_permits",
@@ -96,6 +165,21 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:try_acquire");
+    /// pool.try_set_permits(1)?;
+    /// assert!(pool.try_acquire(1)?);
+    /// assert!(!pool.try_acquire(1)?); // none left: nothing is taken
+    /// pool.release(1)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_acquire(&self, permits: u64) -> Result<bool, Error> {
         call("Semaphore::try_acquire", self.inner.try_acquire(permits))
     }
@@ -106,6 +190,24 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:try_acquire_for");
+    /// pool.try_set_permits(1)?;
+    /// assert!(pool.try_acquire(1)?);
+    /// assert!(!pool.try_acquire_for(1, Duration::from_millis(50))?); // the wait ran out
+    /// pool.release(1)?;
+    /// assert!(pool.try_acquire_for(1, Duration::from_secs(1))?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_acquire_for(&self, permits: u64, wait: Duration) -> Result<bool, Error> {
         call(
             "Semaphore::try_acquire_for",
@@ -119,6 +221,21 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:acquire");
+    /// pool.try_set_permits(2)?;
+    /// pool.acquire(2)?; // waits for as long as it takes; here not at all
+    /// assert_eq!(pool.available_permits()?, 0);
+    /// pool.release(2)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn acquire(&self, permits: u64) -> Result<(), Error> {
         call("Semaphore::acquire", self.inner.acquire(permits))
     }
@@ -128,6 +245,21 @@ impl Semaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let pool = client.semaphore("doc:blocking:semaphore:release");
+    /// pool.try_set_permits(1)?;
+    /// pool.acquire(1)?;
+    /// pool.release(1)?;
+    /// assert_eq!(pool.available_permits()?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release(&self, permits: u64) -> Result<(), Error> {
         call("Semaphore::release", self.inner.release(permits))
     }
@@ -166,6 +298,23 @@ impl ExpirableSemaphore {
 
     /// Selects a fixed lease for the permits this handle acquires
     /// ([`crate::ExpirableSemaphore::lease`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:lease");
+    /// slots.try_set_permits(1)?;
+    /// let _permit = slots.clone().lease(Duration::from_millis(20)).try_acquire()?;
+    /// std::thread::sleep(Duration::from_millis(60)); // never renewed
+    /// assert_eq!(slots.available_permits()?, 1); // back in the pool
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use = "`lease` returns a new handle; use it to acquire"]
     pub fn lease(self, lease: Duration) -> ExpirableSemaphore {
         ExpirableSemaphore {
@@ -174,6 +323,18 @@ impl ExpirableSemaphore {
     }
 
     /// The semaphore's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:name");
+    /// assert_eq!(slots.name(), "doc:blocking:expirable_semaphore:name"); // the free permits' key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
@@ -185,6 +346,20 @@ impl ExpirableSemaphore {
     ///
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime (so for every method here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:try_set_permits");
+    /// assert!(slots.try_set_permits(3)?); // set here
+    /// assert!(!slots.try_set_permits(10)?); // set already: left as it is
+    /// assert_eq!(slots.available_permits()?, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
         call(
             "ExpirableSemaphore::try_set_permits",
@@ -198,6 +373,22 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:set_permits");
+    /// slots.try_set_permits(3)?;
+    /// let permit = slots.try_acquire()?;
+    /// slots.set_permits(5)?; // 5 in all: 1 acquired, 4 free
+    /// assert_eq!(slots.available_permits()?, 4);
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_permits(&self, permits: u64) -> Result<(), Error> {
         call(
             "ExpirableSemaphore::set_permits",
@@ -211,6 +402,20 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:add_permits");
+    /// slots.add_permits(2)?; // a missing key counts as 0
+    /// slots.add_permits(-3)?; // may go below zero
+    /// assert_eq!(slots.available_permits()?, -1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_permits(&self, permits: i64) -> Result<(), Error> {
         call(
             "ExpirableSemaphore::add_permits",
@@ -224,6 +429,23 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let name = "doc:blocking:expirable_semaphore:available_permits";
+    /// let slots = client.expirable_semaphore(name);
+    /// assert_eq!(slots.available_permits()?, 0); // never set
+    /// slots.try_set_permits(2)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert_eq!(slots.available_permits()?, 1);
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn available_permits(&self) -> Result<i64, Error> {
         call(
             "ExpirableSemaphore::available_permits",
@@ -237,6 +459,22 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:acquired_permits");
+    /// slots.try_set_permits(2)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert_eq!(slots.acquired_permits()?, 1); // by any client
+    /// permit.release()?;
+    /// assert_eq!(slots.acquired_permits()?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn acquired_permits(&self) -> Result<u64, Error> {
         call(
             "ExpirableSemaphore::acquired_permits",
@@ -250,6 +488,23 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:release_by_id");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// let id = permit.id().to_owned(); // handed over, to a Java service say
+    /// slots.release_by_id(&id)?;
+    /// assert_eq!(slots.available_permits()?, 1);
+    /// assert!(permit.release().unwrap_err().is_not_owner()); // released already
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release_by_id(&self, permit_id: &str) -> Result<(), Error> {
         call(
             "ExpirableSemaphore::release_by_id",
@@ -263,6 +518,21 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin: [`is_busy`](Error::is_busy) when none is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:try_acquire");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert!(slots.try_acquire().unwrap_err().is_busy()); // none left
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_acquire(&self) -> Result<PermitGuard, Error> {
         call("ExpirableSemaphore::try_acquire", self.inner.try_acquire()).map(PermitGuard::from)
     }
@@ -274,6 +544,24 @@ impl ExpirableSemaphore {
     ///
     /// As its async twin: [`is_busy`](Error::is_busy) when the wait ran
     /// out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:try_acquire_for");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert!(slots.try_acquire_for(Duration::from_millis(50)).unwrap_err().is_busy());
+    /// permit.release()?;
+    /// slots.try_acquire_for(Duration::from_secs(1))?.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_acquire_for(&self, wait: Duration) -> Result<PermitGuard, Error> {
         call(
             "ExpirableSemaphore::try_acquire_for",
@@ -288,6 +576,21 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:expirable_semaphore:acquire");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.acquire()?; // waits for as long as it takes; here not at all
+    /// assert_eq!(slots.available_permits()?, 0);
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn acquire(&self) -> Result<PermitGuard, Error> {
         call("ExpirableSemaphore::acquire", self.inner.acquire()).map(PermitGuard::from)
     }
@@ -317,11 +620,41 @@ impl PermitGuard {
     }
 
     /// The permit's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:permit_guard:id");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert_eq!(permit.id().len(), 32); // hex digits, as Redisson's permit ids
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> &str {
         self.get().id()
     }
 
     /// The semaphore's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:permit_guard:name");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// assert_eq!(permit.name(), "doc:blocking:permit_guard:name");
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.get().name()
     }
@@ -333,6 +666,21 @@ impl PermitGuard {
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime, where the guard is then dropped, which releases it in the
     /// background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:permit_guard:release");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// permit.release()?;
+    /// assert_eq!(slots.available_permits()?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release(mut self) -> Result<(), Error> {
         let guard = self.inner.take().expect("release consumes the guard");
         match super::runtime("PermitGuard::release") {
@@ -351,11 +699,46 @@ impl PermitGuard {
     /// # Errors
     ///
     /// [`is_runtime`](Error::is_runtime) inside a Tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:permit_guard:lost");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.try_acquire()?;
+    /// // Renewed while it is held: not lost within 50 ms.
+    /// assert_eq!(permit.lost(Duration::from_millis(50))?, None);
+    /// permit.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lost(&self, timeout: Duration) -> Result<Option<LostReason>, Error> {
         within("PermitGuard::lost", timeout, self.get().lost())
     }
 
     /// Returns true if the permit is known or must be assumed lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let slots = client.expirable_semaphore("doc:blocking:permit_guard:is_lost");
+    /// slots.try_set_permits(1)?;
+    /// let permit = slots.lease(Duration::from_millis(30)).try_acquire()?;
+    /// std::thread::sleep(Duration::from_millis(60));
+    /// assert!(permit.is_lost()); // the fixed lease ran out
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.get().is_lost()
     }
@@ -412,6 +795,18 @@ impl CountDownLatch {
     }
 
     /// The latch's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:name");
+    /// assert_eq!(latch.name(), "doc:blocking:count_down_latch:name"); // also the Redis key
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
@@ -423,6 +818,20 @@ impl CountDownLatch {
     ///
     /// As its async twin; [`is_runtime`](Error::is_runtime) inside a Tokio
     /// runtime (so for every method here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:try_set_count");
+    /// assert!(latch.try_set_count(3)?); // armed here
+    /// assert!(!latch.try_set_count(5)?); // armed already: left as it is
+    /// assert_eq!(latch.count()?, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_set_count(&self, count: u64) -> Result<bool, Error> {
         call(
             "CountDownLatch::try_set_count",
@@ -435,6 +844,22 @@ impl CountDownLatch {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:count_down");
+    /// latch.try_set_count(2)?;
+    /// latch.count_down()?;
+    /// assert_eq!(latch.count()?, 1);
+    /// latch.count_down()?; // zero: open, and every waiter wakes
+    /// assert_eq!(latch.count()?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn count_down(&self) -> Result<(), Error> {
         call("CountDownLatch::count_down", self.inner.count_down())
     }
@@ -444,6 +869,20 @@ impl CountDownLatch {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:count");
+    /// assert_eq!(latch.count()?, 0); // never armed: open
+    /// latch.try_set_count(4)?;
+    /// assert_eq!(latch.count()?, 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn count(&self) -> Result<u64, Error> {
         call("CountDownLatch::count", self.inner.count())
     }
@@ -454,6 +893,23 @@ impl CountDownLatch {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:wait_for");
+    /// latch.try_set_count(1)?;
+    /// assert!(!latch.wait_for(Duration::from_millis(50))?); // still armed
+    /// latch.count_down()?;
+    /// assert!(latch.wait_for(Duration::from_secs(1))?); // open
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait_for(&self, timeout: Duration) -> Result<bool, Error> {
         call("CountDownLatch::wait_for", self.inner.wait_for(timeout))
     }
@@ -463,6 +919,23 @@ impl CountDownLatch {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:wait");
+    /// latch.try_set_count(1)?;
+    /// let last = latch.clone();
+    /// let worker = std::thread::spawn(move || last.count_down());
+    /// latch.wait()?; // until the worker has counted down
+    /// worker.join().unwrap()?;
+    /// assert_eq!(latch.count()?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait(&self) -> Result<(), Error> {
         call("CountDownLatch::wait", self.inner.wait())
     }
@@ -473,6 +946,21 @@ impl CountDownLatch {
     /// # Errors
     ///
     /// As its async twin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::blocking::Client::connect(&url)?;
+    /// let latch = client.count_down_latch("doc:blocking:count_down_latch:delete");
+    /// latch.try_set_count(3)?;
+    /// assert!(latch.delete()?); // it was armed: its waiters wake
+    /// assert!(!latch.delete()?);
+    /// assert_eq!(latch.count()?, 0); // deleted reads as open
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn delete(&self) -> Result<bool, Error> {
         call("CountDownLatch::delete", self.inner.delete())
     }
