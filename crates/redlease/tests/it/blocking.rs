@@ -475,3 +475,26 @@ fn first_calls_at_once() {
     }
     assert_eq!(ok.load(Ordering::SeqCst), 6);
 }
+
+/// Every handle and guard can move to and be shared with other threads
+/// (checked when this compiles).
+#[test]
+fn handles_and_guards_are_send_and_sync() {
+    use redlease::blocking::{
+        CountDownLatch, ExpirableSemaphore, Lock, LockGuard, MultiGuard, MultiLock, PermitGuard,
+        ReadWriteLock, RedLockGuard, Semaphore,
+    };
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Client>();
+    check::<Lock>();
+    check::<LockGuard>();
+    check::<ReadWriteLock>();
+    check::<Semaphore>();
+    check::<ExpirableSemaphore>();
+    check::<PermitGuard>();
+    check::<CountDownLatch>();
+    check::<MultiLock>();
+    check::<MultiGuard>();
+    check::<RedLock>();
+    check::<RedLockGuard>();
+}
