@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{call, release_on_drop, within};
+use super::owned::Owned;
+use super::{call, within};
 use crate::error::Error;
 use crate::lost::LostReason;
 
@@ -156,19 +157,18 @@ impl Lock {
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock()`"]
 #[clippy::has_significant_drop]
 pub struct LockGuard {
-    /// `None` only once `unlock` or Drop took it.
-    inner: Option<crate::LockGuard>,
+    inner: Owned<crate::LockGuard>,
 }
 
 impl LockGuard {
     fn from(inner: crate::LockGuard) -> LockGuard {
-        LockGuard { inner: Some(inner) }
+        LockGuard {
+            inner: Owned::new(inner),
+        }
     }
 
     fn get(&self) -> &crate::LockGuard {
-        self.inner
-            .as_ref()
-            .expect("a guard is only taken apart by unlock or Drop, which consume it")
+        self.inner.get()
     }
 
     /// The lock's name.
@@ -256,15 +256,8 @@ impl LockGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn unlock(mut self) -> Result<(), Error> {
-        let guard = self.inner.take().expect("unlock consumes the guard");
-        match super::runtime("LockGuard::unlock") {
-            Ok(rt) => rt.block_on(guard.unlock()),
-            Err(e) => {
-                release_on_drop("LockGuard", guard.unlock());
-                Err(e)
-            }
-        }
+    pub fn unlock(self) -> Result<(), Error> {
+        self.inner.release("LockGuard::unlock")
     }
 
     /// Sets a fixed-lease lock to expire `lease` from now
@@ -395,20 +388,9 @@ impl LockGuard {
     }
 }
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if let Some(guard) = self.inner.take() {
-            release_on_drop("LockGuard", guard.unlock());
-        }
-    }
-}
-
 impl fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Some(guard) => guard.fmt(f),
-            None => f.write_str("LockGuard(released)"),
-        }
+        self.inner.fmt(f)
     }
 }
 

@@ -65,6 +65,7 @@ use crate::error::Error;
 mod client;
 mod lock;
 mod multi;
+mod owned;
 mod semaphore;
 
 pub use client::Client;

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{Client, call, release_on_drop, within};
+use super::owned::Owned;
+use super::{Client, call, within};
 use crate::error::Error;
 use crate::lost::LostReason;
 
@@ -170,19 +171,18 @@ impl MultiLock {
 #[must_use = "dropping the guard releases the locks at once; hold it for the critical section and call `unlock()`"]
 #[clippy::has_significant_drop]
 pub struct MultiGuard {
-    /// `None` only once `unlock` or Drop took it.
-    inner: Option<crate::MultiGuard>,
+    inner: Owned<crate::MultiGuard>,
 }
 
 impl MultiGuard {
     fn from(inner: crate::MultiGuard) -> MultiGuard {
-        MultiGuard { inner: Some(inner) }
+        MultiGuard {
+            inner: Owned::new(inner),
+        }
     }
 
     fn get(&self) -> &crate::MultiGuard {
-        self.inner
-            .as_ref()
-            .expect("a guard is only taken apart by unlock or Drop, which consume it")
+        self.inner.get()
     }
 
     /// The members' names, in the order they were taken.
@@ -248,15 +248,8 @@ impl MultiGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn unlock(mut self) -> Result<(), Error> {
-        let guard = self.inner.take().expect("unlock consumes the guard");
-        match super::runtime("MultiGuard::unlock") {
-            Ok(rt) => rt.block_on(guard.unlock()),
-            Err(e) => {
-                release_on_drop("MultiGuard", guard.unlock());
-                Err(e)
-            }
-        }
+    pub fn unlock(self) -> Result<(), Error> {
+        self.inner.release("MultiGuard::unlock")
     }
 
     /// Waits at most `timeout` for any member to be lost
@@ -309,20 +302,9 @@ impl MultiGuard {
     }
 }
 
-impl Drop for MultiGuard {
-    fn drop(&mut self) {
-        if let Some(guard) = self.inner.take() {
-            release_on_drop("MultiGuard", guard.unlock());
-        }
-    }
-}
-
 impl fmt::Debug for MultiGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Some(guard) => guard.fmt(f),
-            None => f.write_str("MultiGuard(released)"),
-        }
+        self.inner.fmt(f)
     }
 }
 
@@ -539,19 +521,18 @@ impl RedLock {
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock()`"]
 #[clippy::has_significant_drop]
 pub struct RedLockGuard {
-    /// `None` only once `unlock` or Drop took it.
-    inner: Option<crate::RedLockGuard>,
+    inner: Owned<crate::RedLockGuard>,
 }
 
 impl RedLockGuard {
     fn from(inner: crate::RedLockGuard) -> RedLockGuard {
-        RedLockGuard { inner: Some(inner) }
+        RedLockGuard {
+            inner: Owned::new(inner),
+        }
     }
 
     fn get(&self) -> &crate::RedLockGuard {
-        self.inner
-            .as_ref()
-            .expect("a guard is only taken apart by unlock or Drop, which consume it")
+        self.inner.get()
     }
 
     /// The lock's name.
@@ -710,10 +691,7 @@ impl RedLockGuard {
     /// # }
     /// ```
     pub fn extend(&mut self, lease: Duration) -> Result<(), Error> {
-        let guard = self
-            .inner
-            .as_mut()
-            .expect("a guard is only taken apart by unlock or Drop, which consume it");
+        let guard = self.inner.get_mut();
         call("RedLockGuard::extend", guard.extend(lease))
     }
 
@@ -744,31 +722,13 @@ impl RedLockGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn unlock(mut self) -> Result<(), Error> {
-        let guard = self.inner.take().expect("unlock consumes the guard");
-        match super::runtime("RedLockGuard::unlock") {
-            Ok(rt) => rt.block_on(guard.unlock()),
-            Err(e) => {
-                release_on_drop("RedLockGuard", guard.unlock());
-                Err(e)
-            }
-        }
-    }
-}
-
-impl Drop for RedLockGuard {
-    fn drop(&mut self) {
-        if let Some(guard) = self.inner.take() {
-            release_on_drop("RedLockGuard", guard.unlock());
-        }
+    pub fn unlock(self) -> Result<(), Error> {
+        self.inner.release("RedLockGuard::unlock")
     }
 }
 
 impl fmt::Debug for RedLockGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Some(guard) => guard.fmt(f),
-            None => f.write_str("RedLockGuard(released)"),
-        }
+        self.inner.fmt(f)
     }
 }

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{call, release_on_drop, within};
+use super::owned::Owned;
+use super::{call, within};
 use crate::error::Error;
 use crate::lost::LostReason;
 
@@ -604,19 +605,18 @@ impl ExpirableSemaphore {
 #[must_use = "dropping the guard releases the permit at once; hold it for the critical section and call `release()`"]
 #[clippy::has_significant_drop]
 pub struct PermitGuard {
-    /// `None` only once `release` or Drop took it.
-    inner: Option<crate::PermitGuard>,
+    inner: Owned<crate::PermitGuard>,
 }
 
 impl PermitGuard {
     fn from(inner: crate::PermitGuard) -> PermitGuard {
-        PermitGuard { inner: Some(inner) }
+        PermitGuard {
+            inner: Owned::new(inner),
+        }
     }
 
     fn get(&self) -> &crate::PermitGuard {
-        self.inner
-            .as_ref()
-            .expect("a guard is only taken apart by release or Drop, which consume it")
+        self.inner.get()
     }
 
     /// The permit's id.
@@ -681,15 +681,8 @@ impl PermitGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn release(mut self) -> Result<(), Error> {
-        let guard = self.inner.take().expect("release consumes the guard");
-        match super::runtime("PermitGuard::release") {
-            Ok(rt) => rt.block_on(guard.release()),
-            Err(e) => {
-                release_on_drop("PermitGuard", guard.release());
-                Err(e)
-            }
-        }
+    pub fn release(self) -> Result<(), Error> {
+        self.inner.release("PermitGuard::release")
     }
 
     /// Waits at most `timeout` for the permit to be lost
@@ -744,20 +737,9 @@ impl PermitGuard {
     }
 }
 
-impl Drop for PermitGuard {
-    fn drop(&mut self) {
-        if let Some(guard) = self.inner.take() {
-            release_on_drop("PermitGuard", guard.release());
-        }
-    }
-}
-
 impl fmt::Debug for PermitGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Some(guard) => guard.fmt(f),
-            None => f.write_str("PermitGuard(released)"),
-        }
+        self.inner.fmt(f)
     }
 }
 
