@@ -30,6 +30,10 @@ pub struct Client {
 }
 
 impl Client {
+    fn from(inner: crate::Client) -> Client {
+        Client { inner }
+    }
+
     /// Connects as [`crate::Client::connect`] does, with the default
     /// options.
     ///
@@ -304,11 +308,5 @@ impl Client {
     #[must_use = "a latch handle does nothing until it is used"]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch::from(self.inner.count_down_latch(name))
-    }
-}
-
-impl Client {
-    fn from(inner: crate::Client) -> Client {
-        Client { inner }
     }
 }

@@ -140,32 +140,3 @@ fn within<F: Future>(what: &str, timeout: Duration, fut: F) -> Result<Option<F::
         tokio::time::timeout(timeout, fut).await.ok()
     })
 }
-
-/// A dropped guard's release: `release` owns the async guard. Outside a
-/// runtime it runs for at most [`DROP_RELEASE_WAIT`]; if it has not
-/// finished by then it is dropped inside the runtime, which drops the async
-/// guard and so hands the release to the background. Inside another
-/// runtime it is only dropped, with ours entered, for the same hand-over.
-fn release_on_drop<T, F>(what: &str, release: F)
-where
-    F: Future<Output = Result<T, Error>>,
-{
-    // A guard exists only if a call started the runtime.
-    let Some(rt) = RUNTIME.get() else {
-        return;
-    };
-    if Handle::try_current().is_ok() {
-        let _entered = rt.enter();
-        drop(release);
-        return;
-    }
-    rt.block_on(async move {
-        match tokio::time::timeout(DROP_RELEASE_WAIT, release).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::debug!(error = %e, "{what} dropped: its release failed"),
-            Err(_) => tracing::debug!(
-                "{what} dropped: its release took over {DROP_RELEASE_WAIT:?}; it goes on in the background"
-            ),
-        }
-    });
-}

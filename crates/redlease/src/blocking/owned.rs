@@ -4,7 +4,9 @@
 use std::fmt;
 use std::future::Future;
 
-use super::{release_on_drop, runtime};
+use tokio::runtime::Handle;
+
+use super::{DROP_RELEASE_WAIT, RUNTIME, runtime};
 use crate::error::Error;
 
 /// An async guard a blocking guard owns: how it is released.
@@ -75,7 +77,7 @@ impl<G: Release> Owned<G> {
         match runtime(what) {
             Ok(rt) => rt.block_on(guard.release()),
             Err(e) => {
-                release_on_drop(G::NAME, guard.release());
+                release_on_drop(guard);
                 Err(e)
             }
         }
@@ -85,9 +87,37 @@ impl<G: Release> Owned<G> {
 impl<G: Release> Drop for Owned<G> {
     fn drop(&mut self) {
         if let Some(guard) = self.0.take() {
-            release_on_drop(G::NAME, guard.release());
+            release_on_drop(guard);
         }
     }
+}
+
+/// A guard's release where nobody waits for its answer. Outside a runtime
+/// it runs for at most [`DROP_RELEASE_WAIT`]; if it has not finished by
+/// then it is dropped inside the runtime, which drops the async guard and
+/// so hands the release to the background. Inside another runtime, where
+/// blocking is not allowed, the guard is only dropped, with ours entered,
+/// for the same hand-over.
+fn release_on_drop<G: Release>(guard: G) {
+    // A guard exists only if a call started the runtime.
+    let Some(rt) = RUNTIME.get() else {
+        return;
+    };
+    if Handle::try_current().is_ok() {
+        let _entered = rt.enter();
+        drop(guard);
+        return;
+    }
+    rt.block_on(async move {
+        match tokio::time::timeout(DROP_RELEASE_WAIT, guard.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "{} dropped: its release failed", G::NAME),
+            Err(_) => tracing::debug!(
+                "{} dropped: its release took over {DROP_RELEASE_WAIT:?}; it goes on in the background",
+                G::NAME
+            ),
+        }
+    });
 }
 
 impl<G: Release + fmt::Debug> fmt::Debug for Owned<G> {
