@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redlease::LostReason;
 use redlease::blocking::{Client, DROP_RELEASE_WAIT, RedLock};
 
-use crate::support::{RedisServer, exists, unique};
+use crate::support::{RedisServer, exists, subscribers, unique};
 
 fn client() -> Client {
     Client::connect(&RedisServer::shared().url()).unwrap()
@@ -108,12 +108,22 @@ fn a_waiting_thread_wakes_on_release() {
             at
         }
     });
-    thread::sleep(Duration::from_millis(200));
+    wait_for_subscriber(&format!("redisson_lock__channel:{{{name}}}"));
     let released = Instant::now();
     held.unlock().unwrap();
     let acquired = waiter.join().unwrap();
     let delay = acquired - released;
     assert!(delay < Duration::from_secs(2), "woken after {delay:?}");
+}
+
+/// Waits (at most 5 s) until a waiter subscribed to `channel` on the
+/// shared server: it is waiting then.
+fn wait_for_subscriber(channel: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while subscribers(RedisServer::shared(), channel) == 0 {
+        assert!(Instant::now() < deadline, "nobody waits on {channel}");
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// A dropped guard has released the lock when Drop returns: the key is
@@ -299,7 +309,8 @@ fn fair_lock_from_threads() {
 #[test]
 fn read_write_lock_from_threads() {
     let client = client();
-    let rw = client.read_write_lock(unique("blocking-rw"));
+    let name = unique("blocking-rw");
+    let rw = client.read_write_lock(&name);
     let (r1, r2) = (rw.read().try_lock().unwrap(), rw.read().try_lock().unwrap());
     assert!(rw.write().try_lock().unwrap_err().is_busy());
     let writer = thread::spawn({
@@ -310,7 +321,7 @@ fn read_write_lock_from_threads() {
                 .map(|g| g.unlock())
         }
     });
-    thread::sleep(Duration::from_millis(100));
+    wait_for_subscriber(&format!("redisson_rwlock:{{{name}}}"));
     r1.unlock().unwrap();
     r2.unlock().unwrap();
     writer.join().unwrap().unwrap().unwrap();
@@ -506,4 +517,45 @@ fn handles_and_guards_are_send_and_sync() {
     check::<MultiGuard>();
     check::<RedLock>();
     check::<RedLockGuard>();
+}
+
+/// On a Redis Cluster: the lock lands on its slot's master, a waiting
+/// thread is woken by the release (sharded pub/sub), and Drop releases.
+#[test]
+fn blocking_locks_on_a_cluster() {
+    let cluster = crate::cluster_support::shared_cluster();
+    let client = Client::connect(&cluster.url()).unwrap();
+    let name = unique("blocking-cluster");
+    let on_master = |name: &str| -> bool {
+        redis::cmd("EXISTS")
+            .arg(name)
+            .query(&mut cluster.connection_for_key(name))
+            .unwrap()
+    };
+    let held = client.lock(&name).try_lock().unwrap();
+    assert!(on_master(&name));
+    let waiter = thread::spawn({
+        let lock = client.lock(&name);
+        move || lock.try_lock_for(Duration::from_secs(20))
+    });
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, n): (String, i64) = redis::cmd("PUBSUB")
+            .arg("SHARDNUMSUB")
+            .arg(&channel)
+            .query(&mut cluster.connection_for_key(&channel))
+            .unwrap();
+        if n > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nobody waits on {channel}");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // A 30 s watchdog lease: only the release message can wake the waiter
+    // within its wait.
+    held.unlock().unwrap();
+    let guard = waiter.join().unwrap().unwrap();
+    drop(guard);
+    assert!(!on_master(&name), "the dropped guard left the key");
 }
