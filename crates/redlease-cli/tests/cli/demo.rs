@@ -195,18 +195,50 @@ fn private_starts_and_stops_its_own_server() {
     }
 }
 
-/// With no `redis-server` on PATH, `--private` says how to install one.
-#[test]
-fn private_without_redis_server_says_how_to_install_one() {
-    let empty =
-        std::env::temp_dir().join(format!("redlease-demo-empty-path-{}", std::process::id()));
+/// An empty directory to be the demo's PATH: no `redis-server`, no
+/// `valkey-server`, no `bash`.
+fn empty_path(name: &str) -> std::path::PathBuf {
+    let empty = std::env::temp_dir().join(format!("redlease-demo-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
+    empty
+}
+
+/// With no `redis-server` on PATH (and nothing on 6379: `--private`), the
+/// demo still ends in its result (#26): on the Valkey server that
+/// `scripts/valkey` installed, saying so.
+#[test]
+fn without_redis_server_the_demo_runs_on_valkey() {
+    let valkey = redlease_testkit::valkey_server().expect("scripts/valkey installs Valkey");
+    let output = demo(SMALL, |c| {
+        c.arg("--private")
+            .env("PATH", empty_path("valkey"))
+            .env("REDLEASE_VALKEY_SERVER", &valkey);
+    });
+    let said = stderr(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(stdout(&output).contains("20 of 20: exact"), "{said}");
+    assert!(
+        said.contains("no redis-server on PATH; using the Valkey server"),
+        "{said}"
+    );
+    assert!(
+        said.contains("started a private valkey-server on 127.0.0.1:"),
+        "{said}"
+    );
+}
+
+/// With neither server to be had (no `redis-server` on PATH, no Valkey,
+/// and no `bash` to install one with), the demo says how to install one.
+#[test]
+fn without_any_server_the_demo_says_how_to_install_one() {
     let output = demo(&["--private"], |c| {
-        c.env("PATH", &empty);
+        c.env("PATH", empty_path("nothing"))
+            .env("REDLEASE_VALKEY_SERVER", "/nonexistent/valkey-server");
     });
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("no redis-server on PATH"), "{said}");
+    assert!(said.contains("and no Valkey either"), "{said}");
     assert!(said.contains("apt-get install redis-server"), "{said}");
     assert!(said.contains("brew install redis"), "{said}");
     assert!(stdout(&output).is_empty());
