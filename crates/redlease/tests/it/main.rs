@@ -43,6 +43,8 @@ mod fair;
 mod faults;
 /// Fencing tokens: increasing across clients, Redisson, expiry, restarts.
 mod fence;
+/// Redisson itself, in a JVM, on the same keys (#26).
+mod java;
 /// Redisson's count-down latch: layout, messages, waiters in every client.
 mod latch;
 /// Fixed leases, the watchdog, and `lost()`.

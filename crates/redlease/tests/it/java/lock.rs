@@ -1,0 +1,147 @@
+//! `RLock` and the non-reentrant lock against redlease's `Lock`: each side
+//! excludes the other, a release on either side wakes a waiter on the
+//! other, and a force-unlock on either side frees the lock for both.
+
+use super::driver::now_us;
+use super::side::{
+    Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, everywhere, lock_channel, spawn_woken,
+};
+
+everywhere!(rlock_and_lock_exclude_and_wake_each_other);
+everywhere!(non_reentrant_lock_and_lock_exclude_and_wake_each_other);
+everywhere!(force_unlock_on_either_side_frees_the_other);
+
+/// Java holds `kind`'s lock on a name: redlease is busy on it, waits, and
+/// is woken by Java's unlock. Then redlease holds it: Java is refused,
+/// waits, and is woken by redlease's unlock.
+async fn both_ways(side: &Side, kind: &str) {
+    let (java, name) = (side.java, side.name(kind));
+    let (a, b) = (format!("{name}/a"), format!("{name}/b"));
+
+    assert!(
+        java.call(&a, &format!("trylock {kind} {name} 0 -1"))
+            .await
+            .bool()
+    );
+    let busy = side.rust.lock(&name).try_lock().await.unwrap_err();
+    assert!(busy.is_busy(), "{busy}");
+    let lock = side.rust.lock(&name);
+    let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
+    // Java's subscription is gone once it holds; this is redlease's.
+    side.until_subscribed(&lock_channel(&name), 1).await;
+    let unlock = java.call(&a, &format!("unlock {kind} {name}")).await;
+    assert!(unlock.ok, "{}", unlock.text);
+    let (guard, at) = waiter.await.unwrap();
+    let guard = guard.expect("redlease acquires after Java's unlock");
+    let woke = after(unlock.start_us, at);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "redlease woke {woke} µs after Java's unlock"
+    );
+
+    assert!(
+        !java
+            .call(&b, &format!("trylock {kind} {name} 0 -1"))
+            .await
+            .bool()
+    );
+    let pending = java.send(&b, &format!("trylock {kind} {name} {WAIT_MS} -1"));
+    side.until_subscribed(&lock_channel(&name), 1).await;
+    let released = now_us();
+    guard.unlock().await.unwrap();
+    let got = java.reply(pending).await;
+    assert!(got.bool(), "Java acquires after redlease's unlock");
+    let woke = after(released, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after redlease's unlock"
+    );
+    assert!(java.call(&b, &format!("held {kind} {name}")).await.bool());
+    java.call(&b, &format!("unlock {kind} {name}"))
+        .await
+        .value();
+    let exists: bool = side.query(&name, redis::cmd("EXISTS").arg(&name));
+    assert!(!exists, "the last unlock leaves no key");
+}
+
+async fn rlock_and_lock_exclude_and_wake_each_other(side: Side) {
+    both_ways(&side, "lock").await;
+}
+
+/// Redisson 4.4's non-reentrant lock keeps `RLock`'s layout (the count is
+/// always 1), so redlease's lock excludes it the same way. 3.x has none.
+async fn non_reentrant_lock_and_lock_exclude_and_wake_each_other(side: Side) {
+    if !side.java.has_non_reentrant() {
+        let name = side.name("nonreentrant");
+        let reply = side
+            .java
+            .call(&name, &format!("trylock nonreentrant {name} 0 -1"))
+            .await;
+        assert_eq!(reply.error_class(), "Unsupported", "{}", reply.text);
+        return;
+    }
+    both_ways(&side, "nonreentrant").await;
+}
+
+/// `forceUnlock()` in Java deletes a lock redlease holds and publishes 0:
+/// the redlease guard learns it lost the lock at its next renewal, and a
+/// redlease waiter acquires at once. redlease's `admin::force_unlock` does
+/// the same to a lock Java holds, and wakes a Java waiter.
+async fn force_unlock_on_either_side_frees_the_other(side: Side) {
+    let (java, name) = (side.java, side.name("force"));
+    let (a, b) = (format!("{name}/a"), format!("{name}/b"));
+
+    let held = side.rust.lock(&name).try_lock().await.unwrap();
+    let lock = side.rust.lock(&name);
+    let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
+    side.until_subscribed(&lock_channel(&name), 1).await;
+    let forced = java.call(&a, &format!("forceunlock lock {name}")).await;
+    assert!(forced.bool(), "Java's forceUnlock deletes redlease's lock");
+    let (guard, at) = waiter.await.unwrap();
+    let guard = guard.expect("a redlease waiter acquires after Java's forceUnlock");
+    let woke = after(forced.start_us, at);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "redlease woke {woke} µs after forceUnlock"
+    );
+    // The first guard's release is refused: the lock is someone else's now.
+    let refused = held.unlock().await.unwrap_err();
+    assert!(refused.is_not_owner(), "{refused}");
+    guard.unlock().await.unwrap();
+
+    assert!(
+        java.call(&a, &format!("trylock lock {name} 0 -1"))
+            .await
+            .bool()
+    );
+    let pending = java.send(&b, &format!("trylock lock {name} {WAIT_MS} -1"));
+    side.until_subscribed(&lock_channel(&name), 1).await;
+    let forced_at = now_us();
+    let found = redlease::admin::force_unlock(&side.rust, &name)
+        .await
+        .unwrap();
+    assert!(found.removed, "redlease's force_unlock deletes Java's lock");
+    let field = format!("{}:", java.id());
+    assert!(
+        found.owners()[0].field.starts_with(&field),
+        "it was Java's: {found:?}"
+    );
+    let got = java.reply(pending).await;
+    assert!(
+        got.bool(),
+        "a Java waiter acquires after redlease's force_unlock"
+    );
+    let woke = after(forced_at, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after force_unlock"
+    );
+    let stale = java.call(&a, &format!("unlock lock {name}")).await;
+    assert_eq!(
+        stale.error_class(),
+        "IllegalMonitorStateException",
+        "{}",
+        stale.text
+    );
+    java.call(&b, &format!("unlock lock {name}")).await.value();
+}

@@ -1,0 +1,152 @@
+//! `RSemaphore` and `RPermitExpirableSemaphore` against redlease's
+//! semaphores: one count of permits for both sides, and a release on
+//! either side wakes a waiter on the other.
+
+use super::driver::now_us;
+use super::side::{
+    Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, braced, everywhere, semaphore_channel, spawn_woken,
+};
+
+everywhere!(semaphore_permits_are_counted_once_across_both_sides);
+everywhere!(expirable_permits_are_counted_once_across_both_sides);
+
+async fn semaphore_permits_are_counted_once_across_both_sides(side: Side) {
+    let (java, name) = (side.java, side.name("sem"));
+    let owner = format!("{name}/a");
+    let semaphore = side.rust.semaphore(&name);
+    assert!(
+        java.call(&owner, &format!("sem.trysetpermits {name} 2"))
+            .await
+            .bool()
+    );
+    assert!(
+        !semaphore.try_set_permits(5).await.unwrap(),
+        "Java set them first"
+    );
+    assert!(semaphore.try_acquire(1).await.unwrap());
+    assert!(
+        java.call(&owner, &format!("sem.tryacquire {name} 1 0"))
+            .await
+            .bool()
+    );
+    assert_eq!(semaphore.available_permits().await.unwrap(), 0);
+    assert_eq!(
+        java.call(&owner, &format!("sem.available {name}"))
+            .await
+            .number(),
+        0
+    );
+    assert!(!semaphore.try_acquire(1).await.unwrap());
+    assert!(
+        !java
+            .call(&owner, &format!("sem.tryacquire {name} 1 0"))
+            .await
+            .bool()
+    );
+
+    // A redlease release wakes a Java waiter.
+    let pending = java.send(&owner, &format!("sem.tryacquire {name} 1 {WAIT_MS}"));
+    side.until_subscribed(&semaphore_channel(&name), 1).await;
+    let released = now_us();
+    semaphore.release(1).await.unwrap();
+    let got = java.reply(pending).await;
+    assert!(
+        got.bool(),
+        "Java's waiter gets the permit redlease released"
+    );
+    let woke = after(released, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after redlease's release"
+    );
+
+    // A Java release wakes a redlease waiter.
+    let waiting = side.rust.semaphore(&name);
+    let waiter = spawn_woken(async move { waiting.try_acquire_for(1, WAIT).await });
+    side.until_subscribed(&semaphore_channel(&name), 1).await;
+    let release = java.call(&owner, &format!("sem.release {name} 1")).await;
+    release.value();
+    let (got, at) = waiter.await.unwrap();
+    assert!(
+        got.unwrap(),
+        "redlease's waiter gets the permit Java released"
+    );
+    let woke = after(release.start_us, at);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "redlease woke {woke} µs after Java's release"
+    );
+
+    // Both hold one again: two releases give back exactly two.
+    semaphore.release(1).await.unwrap();
+    java.call(&owner, &format!("sem.release {name} 1"))
+        .await
+        .value();
+    assert_eq!(semaphore.available_permits().await.unwrap(), 2);
+}
+
+async fn expirable_permits_are_counted_once_across_both_sides(side: Side) {
+    let (java, name) = (side.java, side.name("xsem"));
+    let owner = format!("{name}/a");
+    let semaphore = side.rust.expirable_semaphore(&name);
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    assert!(
+        !java
+            .call(&owner, &format!("xsem.trysetpermits {name} 3"))
+            .await
+            .bool()
+    );
+
+    // Java takes the only permit (30 s lease); redlease waits for it.
+    let id = java
+        .call(&owner, &format!("xsem.tryacquire {name} 0 30000"))
+        .await;
+    let id = id.value().to_owned();
+    assert_ne!(id, "null");
+    let busy = semaphore.try_acquire().await.unwrap_err();
+    assert!(busy.is_busy(), "{busy}");
+    assert_eq!(semaphore.acquired_permits().await.unwrap(), 1);
+    let waiting = side.rust.expirable_semaphore(&name);
+    let waiter = spawn_woken(async move { waiting.try_acquire_for(WAIT).await });
+    side.until_subscribed(&semaphore_channel(&name), 1).await;
+    let release = java
+        .call(&owner, &format!("xsem.release {name} {id}"))
+        .await;
+    release.value();
+    let (permit, at) = waiter.await.unwrap();
+    let permit = permit.expect("redlease gets the permit Java released");
+    let woke = after(release.start_us, at);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "redlease woke {woke} µs after Java's release"
+    );
+
+    // redlease holds it; Java waits, and gets it on redlease's release.
+    let refused = java
+        .call(&owner, &format!("xsem.tryacquire {name} 0 30000"))
+        .await;
+    assert_eq!(refused.value(), "null");
+    let pending = java.send(&owner, &format!("xsem.tryacquire {name} {WAIT_MS} 30000"));
+    side.until_subscribed(&semaphore_channel(&name), 1).await;
+    let released = now_us();
+    permit.release().await.unwrap();
+    let got = java.reply(pending).await;
+    let id = got.value().to_owned();
+    assert_ne!(
+        id, "null",
+        "Java's waiter gets the permit redlease released"
+    );
+    let woke = after(released, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after redlease's release"
+    );
+    // redlease can release Java's permit by its id (Redisson's cross-process use).
+    semaphore.release_by_id(&id).await.unwrap();
+    assert_eq!(semaphore.available_permits().await.unwrap(), 1);
+    let timeout: i64 = side.query(
+        &name,
+        redis::cmd("ZCARD").arg(format!("{}:timeout", braced(&name))),
+    );
+    assert_eq!(timeout, 0, "no permit is left in the timeout set");
+}
