@@ -177,7 +177,9 @@ if expiry == false then
 end
 redis.call('zrem', KEYS[3], ARGV[1])
 local value = redis.call('incrby', KEYS[1], 1)
-redis.call(ARGV[2], KEYS[2], value)
+if value > 0 then
+    redis.call(ARGV[2], KEYS[2], value)
+end
 if tonumber(expiry) <= now then
     return -1
 end
@@ -194,7 +196,8 @@ return 1
 /// * Returns `0` when the id is not in the zset (released, reclaimed, or
 ///   never acquired: nothing is written, which is what makes a release of
 ///   a cancelled acquire safe whether or not the acquire ran); otherwise
-///   removes it, adds one free permit, publishes the new count, and
+///   removes it, adds one free permit, publishes the new count when it
+///   is above zero (Redisson's handler throws on a negative one), and
 ///   returns `1`, or `-1` when the permit had expired by now (it is
 ///   returned to the pool all the same, as Redisson does); read by
 ///   [`Release`].

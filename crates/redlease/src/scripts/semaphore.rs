@@ -100,7 +100,9 @@ if count(KEYS[1]) == nil then
     return nil
 end
 local available = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], available)
+if available > 0 then
+    redis.call(ARGV[2], KEYS[2], available)
+end
 return available
 ";
 
@@ -113,9 +115,12 @@ return available
 /// * ARGV\[1\]: the number of permits to add (negative to remove);
 ///   ARGV\[2\]: `publish` or `spublish`.
 /// * Returns the new available count, which it also publishes on the
-///   channel (a missing key counts as 0, so the key is then created with
-///   `permits`); nil, with nothing written, when the key holds a string
-///   that is not an integer ([`Counted`]).
+///   channel when it is above zero (a missing key counts as 0, so the key
+///   is then created with `permits`); nil, with nothing written, when the
+///   key holds a string that is not an integer ([`Counted`]). A count at or
+///   below zero frees no waiter, and Redisson's handler throws on a
+///   negative one (`Semaphore.release(-n)`, uncaught on its executor), so
+///   it is never announced, where Redisson's `addPermits` announces it.
 /// * Raises `WRONGTYPE` when the key is not a string.
 ///
 /// Redisson's `release` (`INCRBY`, then publish the result).

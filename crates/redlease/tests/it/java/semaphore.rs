@@ -9,6 +9,7 @@ use super::side::{
 
 everywhere!(semaphore_permits_are_counted_once_across_both_sides);
 everywhere!(expirable_permits_are_counted_once_across_both_sides);
+everywhere!(a_count_at_or_below_zero_is_not_announced_to_java);
 
 async fn semaphore_permits_are_counted_once_across_both_sides(side: Side) {
     let (java, name) = (side.java, side.name("sem"));
@@ -149,4 +150,56 @@ async fn expirable_permits_are_counted_once_across_both_sides(side: Side) {
         redis::cmd("ZCARD").arg(format!("{}:timeout", braced(&name))),
     );
     assert_eq!(timeout, 0, "no permit is left in the timeout set");
+}
+
+/// Redisson's semaphore handler hands the published count to
+/// `java.util.concurrent.Semaphore.release`, which throws on a negative
+/// number: uncaught on Redisson's executor thread (observed: `uncaught
+/// redisson-... java.lang.IllegalArgumentException`). A count at or below
+/// zero frees nobody, so redlease announces a new count only when it is
+/// above zero; Java's waiter still wakes when permits come back.
+async fn a_count_at_or_below_zero_is_not_announced_to_java(side: Side) {
+    let (java, name) = (side.java, side.name("negative"));
+    let owner = format!("{name}/a");
+    let mark = java.log_mark();
+    let semaphore = side.rust.semaphore(&name);
+    assert!(semaphore.try_set_permits(0).await.unwrap());
+    let pending = java.send(&owner, &format!("sem.tryacquire {name} 1 {WAIT_MS}"));
+    side.until_subscribed(&semaphore_channel(&name), 1).await;
+    semaphore.add_permits(-2).await.unwrap();
+    semaphore.release(1).await.unwrap();
+    assert_eq!(semaphore.available_permits().await.unwrap(), -1);
+    let released = now_us();
+    semaphore.release(2).await.unwrap();
+    let got = java.reply(pending).await;
+    assert!(got.bool(), "Java's waiter gets the permit");
+    let woke = after(released, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after the count rose above zero"
+    );
+
+    // The same for expirable permits: a release into a negative count.
+    let expirable = side.rust.expirable_semaphore(&name_x(&name));
+    assert!(expirable.try_set_permits(1).await.unwrap());
+    let permit = expirable.try_acquire().await.unwrap();
+    expirable.add_permits(-2).await.unwrap();
+    let xname = name_x(&name);
+    let pending = java.send(&owner, &format!("xsem.tryacquire {xname} {WAIT_MS} 30000"));
+    side.until_subscribed(&semaphore_channel(&xname), 1).await;
+    permit.release().await.unwrap();
+    assert_eq!(expirable.available_permits().await.unwrap(), -1);
+    expirable.add_permits(2).await.unwrap();
+    let id = java.reply(pending).await;
+    assert_ne!(
+        id.value(),
+        "null",
+        "Java's waiter gets the expirable permit"
+    );
+    let complaints = java.complaints_since(mark);
+    assert!(complaints.is_empty(), "the JVM complained: {complaints:?}");
+}
+
+fn name_x(name: &str) -> String {
+    format!("{name}:x")
 }
