@@ -51,10 +51,9 @@ use crate::wait::{self, Attempt, Contender};
 /// Counts are at most 2^53 - 1 ([`MAX_COUNT`](crate::MAX_COUNT)). A latch never waits for
 /// replicas, even when the client
 /// [requires them](crate::ClientBuilder::require_replicas). A deleted latch
-/// reads as open: its deletion publishes `1`, as Redisson's does, which
-/// wakes every waiter of a redlease client to check the count again, so
-/// they return (Redisson's waiters do not wake on `1`: open a latch that
-/// Java services wait on with [`count_down`](CountDownLatch::count_down)).
+/// reads as open: its deletion publishes `0`, the opening message, which
+/// wakes the waiters of every redlease and Redisson client to see it open
+/// (Redisson's own `delete` publishes `1`, on which its waiters sleep on).
 ///
 /// # Examples
 ///
@@ -359,9 +358,10 @@ impl CountDownLatch {
         self.wait_until(None).await
     }
 
-    /// Deletes the latch and publishes `1`, as Redisson's `delete`. Returns
-    /// true if and only if it existed (it was armed). A deleted latch reads
-    /// as open, and redlease waiters wake to see it (see "Limits" above).
+    /// Deletes the latch and publishes `0`, the opening message (where
+    /// Redisson's `delete` publishes `1`). Returns true if and only if it
+    /// existed (it was armed). A deleted latch reads as open, and the
+    /// waiters of redlease and Redisson clients wake to see it.
     ///
     /// # Errors
     ///

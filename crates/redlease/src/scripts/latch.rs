@@ -21,7 +21,7 @@ use crate::layout;
 
 /// Published when the latch reaches zero (`CountDownLatchPubSub.ZERO_COUNT_MESSAGE`).
 pub(crate) const ZERO_COUNT_MESSAGE: i64 = 0;
-/// Published when the latch is armed or deleted (`CountDownLatchPubSub.NEW_COUNT_MESSAGE`).
+/// Published when the latch is armed (`CountDownLatchPubSub.NEW_COUNT_MESSAGE`).
 pub(crate) const NEW_COUNT_MESSAGE: i64 = 1;
 
 pub(super) static COUNT_DOWN: LazyLock<Lua> =
@@ -88,12 +88,14 @@ return 0
 ";
 
 /// Deletes latch `name`. A missing key reads as 0, so this opens the latch,
-/// but, as Redisson's `delete`, it publishes the re-arming message, which
-/// wakes no waiter: they see the latch open at their next check.
+/// and it publishes the opening message. Redisson's `delete` publishes the
+/// re-arming message (`1`) instead, which leaves Redisson's waiters asleep
+/// until their wait runs out (observed with Redisson 4.7.0, #26); `0`
+/// frees them, and redlease's, at once.
 ///
 /// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel.
-/// * ARGV\[1\]: the re-arming message (`1`), which Redisson publishes on
-///   delete; ARGV\[2\]: `publish` or `spublish`.
+/// * ARGV\[1\]: the opening message (`0`); ARGV\[2\]: `publish` or
+///   `spublish`.
 /// * Returns `1` when the key existed (deleted, message published), `0`
 ///   when it did not.
 /// * Raises `WRONGTYPE` (from a first `GET`) when the key is not a string,
@@ -102,7 +104,7 @@ pub(crate) fn delete(name: &str, publish: Publish) -> ScriptCall {
     ScriptCall::new(&DELETE)
         .key(name)
         .key(layout::latch_channel(name))
-        .arg(NEW_COUNT_MESSAGE)
+        .arg(ZERO_COUNT_MESSAGE)
         .arg(publish.command())
 }
 
@@ -148,12 +150,12 @@ mod tests {
     }
 
     #[test]
-    fn delete_packs_key_channel_one_and_publish() {
+    fn delete_packs_key_channel_zero_and_publish() {
         let (keys, args) = packed(&delete("shards", Publish::Plain));
         assert_eq!(
             keys,
             ["shards", "redisson_countdownlatch__channel__{shards}"]
         );
-        assert_eq!(args, ["1", "publish"]);
+        assert_eq!(args, ["0", "publish"]);
     }
 }

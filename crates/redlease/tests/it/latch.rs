@@ -56,7 +56,7 @@ async fn opened(waiter: tokio::task::JoinHandle<Timed>) -> Instant {
 
 /// The key is a string of the count, deleted at zero; the channel is
 /// `redisson_countdownlatch__channel__{name}` (braces always added) and
-/// carries `1` when armed or deleted and `0` when the latch opens.
+/// carries `1` when armed and `0` when the latch opens or is deleted.
 #[tokio::test]
 async fn layout_and_messages_are_redissons() {
     let server = RedisServer::shared();
@@ -89,7 +89,7 @@ async fn layout_and_messages_are_redissons() {
         assert!(!latch.delete().await.unwrap());
         assert!(!exists(server, &name));
         publish(server, &channel, "end");
-        assert_eq!(messages.await.unwrap(), ["1", "0", "1", "1"], "{name}");
+        assert_eq!(messages.await.unwrap(), ["1", "0", "1", "0"], "{name}");
     }
 }
 
@@ -331,7 +331,7 @@ async fn a_braced_name_is_refused_on_a_cluster() {
     sem.release(1).await.unwrap();
 }
 
-/// A deleted latch reads as open, and its deletion (which publishes `1`)
+/// A deleted latch reads as open, and its deletion (which publishes `0`)
 /// wakes every waiter to see that, even one waiting without a limit.
 #[tokio::test]
 async fn deleting_the_latch_releases_its_waiters() {

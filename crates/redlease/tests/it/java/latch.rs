@@ -7,6 +7,7 @@ use super::driver::now_us;
 use super::side::{Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, everywhere, spawn_woken};
 
 everywhere!(a_latch_opened_by_one_side_frees_the_others_waiters);
+everywhere!(a_latch_deleted_by_redlease_frees_java_waiters);
 
 /// `redisson_countdownlatch__channel__{name}`: the braces always added.
 fn channel(name: &str) -> String {
@@ -71,5 +72,26 @@ async fn a_latch_opened_by_one_side_frees_the_others_waiters(side: Side) {
     assert!(
         woke < WOKEN_WITHIN_US,
         "Java woke {woke} µs after redlease opened the latch"
+    );
+}
+
+/// A deleted latch reads as count 0, open. Redisson's `delete` publishes
+/// `1` ("new count"), which leaves its waiters asleep until their wait
+/// runs out; redlease's publishes `0`, which frees them at once.
+async fn a_latch_deleted_by_redlease_frees_java_waiters(side: Side) {
+    let (java, name) = (side.java, side.name("latch-delete"));
+    let owner = format!("{name}/waiter");
+    let latch = side.rust.count_down_latch(&name);
+    assert!(latch.try_set_count(3).await.unwrap());
+    let pending = java.send(&owner, &format!("latch.await {name} {WAIT_MS}"));
+    side.until_subscribed(&channel(&name), 1).await;
+    let deleted = now_us();
+    assert!(latch.delete().await.unwrap());
+    let got = java.reply(pending).await;
+    assert!(got.bool(), "Java's waiter sees the deleted latch open");
+    let woke = after(deleted, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java woke {woke} µs after the delete"
     );
 }
