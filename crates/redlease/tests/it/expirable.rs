@@ -1,7 +1,8 @@
 //! The expirable semaphore (Redisson's `RPermitExpirableSemaphore`):
-//! Redisson's layout read with raw commands, the limit under load, wake-ups
-//! from redlease and from Redisson's scripts played with raw `EVAL`,
-//! crashed holders, renewal, fixed leases, cancellation and bad input.
+//! Redisson's layout read with raw commands, the limit under load, wake-ups,
+//! permits that Redisson's scripts (played with raw `EVAL`) let expire and
+//! reclaim, crashed holders, renewal, fixed leases, cancellation and bad
+//! input. A real Redisson on the same names: `java/semaphore.rs`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,22 +50,6 @@ end
 return nil
 ";
 
-/// Redisson's release of one permit (`tryReleaseAsync(permitId)`): KEYS
-/// name, channel, `{name}:timeout`; ARGV raw id, 1, now, publish command.
-const JAVA_RELEASE: &str = r"
-local expiry = redis.call('zscore', KEYS[3], ARGV[1])
-local removed = redis.call('zrem', KEYS[3], ARGV[1])
-if tonumber(removed) ~= 1 then
-    return 0
-end
-local value = redis.call('incrby', KEYS[1], ARGV[2])
-redis.call(ARGV[4], KEYS[2], value)
-if tonumber(expiry) <= tonumber(ARGV[3]) then
-    return 0
-end
-return 1
-";
-
 /// Redisson's score for a permit acquired without a lease.
 const NON_EXPIRING: i64 = 922_337_203_685_477;
 
@@ -109,22 +94,6 @@ fn java_acquire(server: &RedisServer, name: &str, raw: &[u8], expiry: i64) -> Op
         .arg(NON_EXPIRING)
         .arg("PUBLISH")
         .arg(raw)
-        .query(&mut server.connection())
-        .unwrap()
-}
-
-/// A Java client's release of permit `raw`: Redisson's 1 or 0.
-fn java_release(server: &RedisServer, name: &str, raw: &[u8]) -> i64 {
-    redis::cmd("EVAL")
-        .arg(JAVA_RELEASE)
-        .arg(3)
-        .arg(name)
-        .arg(channel(name))
-        .arg(timeout_key(name))
-        .arg(raw)
-        .arg(1)
-        .arg(epoch_ms())
-        .arg("PUBLISH")
         .query(&mut server.connection())
         .unwrap()
 }
@@ -329,61 +298,6 @@ async fn waiter_wakes_on_release_from_another_client() {
         max < Duration::from_millis(100),
         "woke {max:?} after a release"
     );
-}
-
-/// A Java client holds the only permit without a lease (no expiry to wait
-/// for); its release with Redisson's script wakes a redlease waiter at
-/// once, and a Java release of a redlease permit does too.
-#[tokio::test]
-async fn waiter_wakes_on_redisson_release() {
-    let server = RedisServer::shared();
-    let c = client().await;
-    let semaphore = semaphore(&c, "pes-java-wake", 1).await;
-    let name = semaphore.name().to_owned();
-    let java_id = uuid::Uuid::new_v4().into_bytes();
-    assert_eq!(
-        java_acquire(server, &name, &java_id, NON_EXPIRING).as_deref(),
-        Some("OK")
-    );
-    let waiter = spawn_waiter(server, semaphore.clone(), Duration::from_secs(10), 1).await;
-    // Only a message can wake it: the Java permit never expires.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiter.is_finished(), "acquired a permit held by Java");
-    let released = Instant::now();
-    assert_eq!(java_release(server, &name, &java_id), 1);
-    let (ours, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    let ours = ours.unwrap();
-    assert!(
-        at - released < Duration::from_millis(100),
-        "{:?}",
-        at - released
-    );
-
-    // Java releases our permit by its id (raw bytes from our hex id).
-    assert!(
-        eventually(SOON, || subscribers(server, &channel(&name)) == 0)
-            .await
-            .is_some()
-    );
-    let waiter = spawn_waiter(server, semaphore.clone(), Duration::from_secs(10), 1).await;
-    let released = Instant::now();
-    assert_eq!(java_release(server, &name, &unhex(ours.id())), 1);
-    let (next, at) = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        at - released < Duration::from_millis(100),
-        "{:?}",
-        at - released
-    );
-    // Released by Java already: ours is no longer held.
-    assert!(ours.release().await.unwrap_err().is_not_owner());
-    next.unwrap().release().await.unwrap();
-    assert_eq!(free_raw(server, &name), Some(1));
 }
 
 /// A Java acquire (Redisson's script with raw id bytes) is counted by

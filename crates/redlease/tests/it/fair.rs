@@ -2,7 +2,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{
     RedisServer, acquired_soon_after, acquired_within, client, client_with_watchdog, eventually,
-    exists, listen_once, spawn_timed, take_and_release, unique,
+    exists, spawn_timed, take_and_release, unique,
 };
 
 /// A Redisson client's owner field.
@@ -299,99 +299,6 @@ async fn fair_and_plain_exclude_each_other() {
     let plain = b.lock(&name).try_lock().await.unwrap();
     assert!(a.fair_lock(&name).try_lock().await.unwrap_err().is_busy());
     plain.unlock().await.unwrap();
-}
-
-/// A Redisson `RFairLock` waiter (raw queue entries, as its acquire script
-/// writes them) keeps its place: a redlease release wakes it on its own
-/// channel, a redlease waiter behind it does not jump ahead (woken, it
-/// finds the lock free out of its turn and wakes the head instead), and
-/// when the Redisson client releases (publishing to the next head's
-/// channel), the redlease waiter is woken at once.
-#[tokio::test]
-async fn redisson_fair_waiter_keeps_its_place() {
-    let server = RedisServer::shared();
-    let (a, b) = (client().await, client().await);
-    let name = unique("fair-redisson");
-    let mut conn = server.connection();
-    let held = a.fair_lock(&name).try_lock().await.unwrap();
-    enqueue_raw(server, &name, JAVA);
-    let waiter = {
-        let lock = b.fair_lock(&name);
-        spawn_timed(lock, Duration::from_secs(10))
-    };
-    assert!(
-        eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
-            .await
-            .is_some()
-    );
-    // Our release goes to the Redisson waiter's channel.
-    let java_channel = format!("redisson_lock__channel:{{{name}}}:{JAVA}");
-    let mut listener = server.connection();
-    let mut pubsub = listener.as_pubsub();
-    pubsub.subscribe(&java_channel).unwrap();
-    pubsub
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
-    held.unlock().await.unwrap();
-    let msg = pubsub.get_message().unwrap();
-    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
-    drop(pubsub);
-    // The lock is free, but it is the Redisson waiter's turn. Nothing wakes
-    // the redlease waiter, so wake it by hand (a stray message) to make it
-    // try now (#12: asleep, it could not jump the queue, so the test could
-    // not fail). Its attempt finds the lock free out of its turn and wakes
-    // the head instead: that message says the attempt has run.
-    let head_woken = listen_once(server, java_channel);
-    let ours: String = redis::cmd("LINDEX")
-        .arg(queue(&name))
-        .arg(1)
-        .query(&mut conn)
-        .unwrap();
-    redis::cmd("PUBLISH")
-        .arg(format!("redisson_lock__channel:{{{name}}}:{ours}"))
-        .arg(0)
-        .exec(&mut conn)
-        .unwrap();
-    let (_, payload) = head_woken
-        .await
-        .expect("the woken waiter's attempt did not wake the head");
-    assert_eq!(payload, "0");
-    assert!(!exists(server, &name), "redlease waiter jumped the queue");
-    assert!(!waiter.is_finished(), "redlease waiter jumped the queue");
-    // The Redisson waiter acquires (its script: pop itself, take the hash)...
-    redis::pipe()
-        .cmd("LPOP")
-        .arg(queue(&name))
-        .cmd("ZREM")
-        .arg(timeouts(&name))
-        .arg(JAVA)
-        .cmd("HSET")
-        .arg(&name)
-        .arg(JAVA)
-        .arg(1)
-        .cmd("PEXPIRE")
-        .arg(&name)
-        .arg(30_000)
-        .exec(&mut conn)
-        .unwrap();
-    // ...and releases, publishing to the new head's channel.
-    let head: String = redis::cmd("LINDEX")
-        .arg(queue(&name))
-        .arg(0)
-        .query(&mut conn)
-        .unwrap();
-    let released = Instant::now();
-    redis::pipe()
-        .cmd("DEL")
-        .arg(&name)
-        .cmd("PUBLISH")
-        .arg(format!("redisson_lock__channel:{{{name}}}:{head}"))
-        .arg(0)
-        .exec(&mut conn)
-        .unwrap();
-    let g = acquired_soon_after(waiter, released).await;
-    g.unlock().await.unwrap();
-    assert_eq!(queued(server, &name), (0, 0));
 }
 
 /// A cancelled fair waiter leaves no queue entry, no subscription to its

@@ -28,8 +28,6 @@ mod chaos;
 mod cluster;
 /// Failover, a killed master, a lost key and slot migration on a cluster.
 mod cluster_faults;
-/// Redisson on the same cluster, in sharded mode, played with raw commands.
-mod cluster_redisson;
 /// `#[distributed_lock]`: keys, waits, leases, clients, release on every exit.
 mod declared;
 /// The expirable semaphore: Redisson's layout, limits, wake-ups, crashed

@@ -78,50 +78,6 @@ async fn opposite_orders_never_deadlock() {
     println!("80 rounds in {:?}", started.elapsed());
 }
 
-/// Each member is an ordinary Redisson lock: a Java `RLock` on one member
-/// refuses the multi-lock, and its release (Redisson's `0` on the member's
-/// channel) wakes the waiting multi-lock at once.
-#[tokio::test]
-async fn a_java_lock_on_a_member_refuses_it_and_its_release_wakes_it() {
-    let server = RedisServer::shared();
-    let c = client().await;
-    let (x, y) = (unique("multi-java-x"), unique("multi-java-y"));
-    let java = "a1b2c3d4-0000-4000-8000-000000000001:7";
-    let mut conn = server.connection();
-    redis::cmd("HSET")
-        .arg(&y)
-        .arg(java)
-        .arg(1)
-        .exec(&mut conn)
-        .unwrap();
-    redis::cmd("PEXPIRE")
-        .arg(&y)
-        .arg(30_000)
-        .exec(&mut conn)
-        .unwrap();
-    let multi = c.multi_lock([x.clone(), y.clone()]);
-    assert!(multi.try_lock().await.unwrap_err().is_busy());
-    assert!(!exists(server, &x));
-    let waiter = tokio::spawn(async move {
-        let g = multi.try_lock_for(Duration::from_secs(10)).await;
-        (g, Instant::now())
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let released = Instant::now();
-    // Redisson's unlock: delete, then `0` on the lock's channel.
-    redis::cmd("DEL").arg(&y).exec(&mut conn).unwrap();
-    redis::cmd("PUBLISH")
-        .arg(format!("redisson_lock__channel:{{{y}}}"))
-        .arg(0)
-        .exec(&mut conn)
-        .unwrap();
-    let (g, at) = waiter.await.unwrap();
-    let g = g.unwrap();
-    println!("woken {:?} after the java release", at - released);
-    assert!(at - released < Duration::from_secs(1));
-    g.unlock().await.unwrap();
-}
-
 /// Dropping acquires at any point leaves no member held.
 #[tokio::test]
 async fn cancelled_multi_acquires_leave_nothing_behind() {

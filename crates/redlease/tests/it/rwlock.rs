@@ -1,7 +1,7 @@
 //! The read-write lock: Redisson's `RReadWriteLock` layout, readers together
-//! and writers alone, wake-ups from both sides (and from Redisson's scripts,
-//! played with raw commands), the read hold's timeout keys, downgrade and
-//! refused upgrade in a scope, crashes, cancellation and bad input.
+//! and writers alone, wake-ups, the read hold's timeout keys, downgrade and
+//! refused upgrade in a scope, crashes, cancellation and bad input. A real
+//! Redisson on the same names: `java/rwlock.rs`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,180 +9,13 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Proxy, RedisServer, client, client_with_watchdog, eventually, exists, listen_once, pttl, unique,
+    Proxy, RedisServer, client, client_with_watchdog, eventually, exists, pttl, unique,
 };
-
-/// A Redisson client's owner field: `<client-uuid>:<thread-id>`.
-const JAVA_FIELD: &str = "9b2f6a71-3c0d-4e8a-b5f4-2d7c1e0a6b93:41";
 
 fn hash(server: &RedisServer, name: &str) -> HashMap<String, String> {
     redis::cmd("HGETALL")
         .arg(name)
         .query(&mut server.connection())
-        .unwrap()
-}
-
-/// Redisson's read acquire (`RedissonReadLock.tryLockInnerAsync`), written
-/// from the reference's description: nil when acquired, else the PTTL.
-const JAVA_READ_ACQUIRE: &str = r"
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call('hset', KEYS[1], 'mode', 'read')
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('set', KEYS[2] .. ':1', 1)
-    redis.call('pexpire', KEYS[2] .. ':1', ARGV[1])
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
-end
-if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
-    local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    local key = KEYS[2] .. ':' .. ind
-    redis.call('set', key, 1)
-    redis.call('pexpire', key, ARGV[1])
-    local remain = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], math.max(remain, ARGV[1]))
-    return nil
-end
-return redis.call('pttl', KEYS[1])
-";
-
-/// Redisson's read unlock (`RedissonReadLock.unlockInnerAsync`), without its
-/// unlock latch.
-const JAVA_READ_UNLOCK: &str = r"
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call(ARGV[3], KEYS[2], ARGV[1])
-    return nil
-end
-local exists = redis.call('hexists', KEYS[1], ARGV[2])
-if exists == 0 then
-    return nil
-end
-local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if counter == 0 then
-    redis.call('hdel', KEYS[1], ARGV[2])
-end
-redis.call('del', KEYS[3] .. ':' .. (counter + 1))
-if redis.call('hlen', KEYS[1]) > 1 then
-    local maxRemainTime = -3
-    local keys = redis.call('hkeys', KEYS[1])
-    for n, key in ipairs(keys) do
-        counter = tonumber(redis.call('hget', KEYS[1], key))
-        if type(counter) == 'number' then
-            for i = counter, 1, -1 do
-                local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i)
-                maxRemainTime = math.max(remainTime, maxRemainTime)
-            end
-        end
-    end
-    if maxRemainTime > 0 then
-        redis.call('pexpire', KEYS[1], maxRemainTime)
-        return 0
-    end
-    if mode == 'write' then
-        return 0
-    end
-end
-redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[1])
-return 1
-";
-
-/// Redisson's write acquire (`RedissonWriteLock.tryLockInnerAsync`).
-const JAVA_WRITE_ACQUIRE: &str = r"
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call('hset', KEYS[1], 'mode', 'write')
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
-end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    local currentExpire = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], currentExpire + ARGV[1])
-    return nil
-end
-return redis.call('pttl', KEYS[1])
-";
-
-/// Redisson's write unlock (`RedissonWriteLock.unlockInnerAsync`), without
-/// its unlock latch.
-const JAVA_WRITE_UNLOCK: &str = r"
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
-    return nil
-end
-if mode == 'write' then
-    local lockExists = redis.call('hexists', KEYS[1], ARGV[3])
-    if lockExists == 0 then
-        return nil
-    end
-    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    if counter > 0 then
-        redis.call('pexpire', KEYS[1], ARGV[2])
-        return 0
-    end
-    redis.call('hdel', KEYS[1], ARGV[3])
-    if redis.call('hlen', KEYS[1]) == 1 then
-        redis.call('del', KEYS[1])
-        redis.call(ARGV[4], KEYS[2], ARGV[1])
-    else
-        redis.call('hset', KEYS[1], 'mode', 'read')
-    end
-    return 1
-end
-return nil
-";
-
-fn java_timeout_prefix(name: &str, field: &str) -> String {
-    format!("{{{name}}}:{field}:rwlock_timeout")
-}
-
-/// A Java reader takes a read hold; `None` when acquired, else the PTTL.
-fn java_read(server: &RedisServer, name: &str, lease_ms: u64) -> Option<i64> {
-    redis::Script::new(JAVA_READ_ACQUIRE)
-        .key(name)
-        .key(java_timeout_prefix(name, JAVA_FIELD))
-        .arg(lease_ms)
-        .arg(JAVA_FIELD)
-        .arg(format!("{JAVA_FIELD}:write"))
-        .invoke(&mut server.connection())
-        .unwrap()
-}
-
-fn java_read_unlock(server: &RedisServer, name: &str) -> Option<i64> {
-    redis::Script::new(JAVA_READ_UNLOCK)
-        .key(name)
-        .key(format!("redisson_rwlock:{{{name}}}"))
-        .key(java_timeout_prefix(name, JAVA_FIELD))
-        .key(format!("{{{name}}}"))
-        .arg(0)
-        .arg(JAVA_FIELD)
-        .arg("publish")
-        .invoke(&mut server.connection())
-        .unwrap()
-}
-
-fn java_write(server: &RedisServer, name: &str, lease_ms: u64) -> Option<i64> {
-    redis::Script::new(JAVA_WRITE_ACQUIRE)
-        .key(name)
-        .arg(lease_ms)
-        .arg(format!("{JAVA_FIELD}:write"))
-        .invoke(&mut server.connection())
-        .unwrap()
-}
-
-fn java_write_unlock(server: &RedisServer, name: &str) -> Option<i64> {
-    redis::Script::new(JAVA_WRITE_UNLOCK)
-        .key(name)
-        .key(format!("redisson_rwlock:{{{name}}}"))
-        .arg(1)
-        .arg(30_000)
-        .arg(format!("{JAVA_FIELD}:write"))
-        .arg("publish")
-        .invoke(&mut server.connection())
         .unwrap()
 }
 
@@ -571,76 +404,6 @@ async fn a_scope_downgrades_and_refuses_to_upgrade() {
         joined.unlock().await.unwrap();
     })
     .await;
-    assert!(!exists(server, &name));
-}
-
-/// A Java reader (Redisson's scripts) and a Rust writer exclude each other,
-/// and each side's release wakes the other's waiter: Java's read unlock
-/// publishes `0`, which wakes our writer; our write unlock publishes `1`,
-/// which Redisson reads as "wake every reader".
-#[tokio::test]
-async fn a_java_reader_and_a_rust_writer_exclude_and_wake_each_other() {
-    let server = RedisServer::shared();
-    let c = client().await;
-    let name = unique("rw-java");
-    assert_eq!(java_read(server, &name, 30_000), None);
-    assert!(
-        c.read_write_lock(&name)
-            .write()
-            .try_lock()
-            .await
-            .unwrap_err()
-            .is_busy()
-    );
-    // A Rust reader joins the Java reader.
-    let ours = c.read_write_lock(&name).read().try_lock().await.unwrap();
-    ours.unlock().await.unwrap();
-    assert!(
-        hash(server, &name).contains_key(JAVA_FIELD),
-        "our read unlock dropped the Java reader"
-    );
-
-    let writer = c.read_write_lock(&name).write();
-    let waiter = tokio::spawn(async move {
-        let g = writer.try_lock_for(Duration::from_secs(10)).await;
-        (g, Instant::now())
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let released = Instant::now();
-    assert_eq!(java_read_unlock(server, &name), Some(1));
-    let (g, at) = waiter.await.unwrap();
-    let g = g.unwrap();
-    println!(
-        "rust writer woken by a java read unlock after {:?}",
-        at - released
-    );
-    assert!(at - released < Duration::from_secs(2));
-    assert!(
-        java_read(server, &name, 30_000).is_some(),
-        "java read beside our writer"
-    );
-    assert!(
-        java_write(server, &name, 30_000).is_some(),
-        "java write beside our writer"
-    );
-
-    let heard = listen_once(server, format!("redisson_rwlock:{{{name}}}"));
-    g.unlock().await.unwrap();
-    assert_eq!(heard.await.unwrap().1, "1");
-
-    // A Java writer excludes our readers; its unlock wakes them.
-    assert_eq!(java_write(server, &name, 30_000), None);
-    let reader = c.read_write_lock(&name).read();
-    let waiter = tokio::spawn(async move {
-        let g = reader.try_lock_for(Duration::from_secs(10)).await;
-        (g, Instant::now())
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let released = Instant::now();
-    assert_eq!(java_write_unlock(server, &name), Some(1));
-    let (g, at) = waiter.await.unwrap();
-    assert!(at - released < Duration::from_secs(2));
-    g.unwrap().unlock().await.unwrap();
     assert!(!exists(server, &name));
 }
 

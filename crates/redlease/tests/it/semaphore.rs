@@ -1,5 +1,6 @@
 //! `Semaphore`: Redisson's `RSemaphore` layout, the limit under load, waking
-//! by releases from either library, cancel safety and bad input.
+//! by releases, cancel safety and bad input. A real Redisson on the same
+//! names: `java/semaphore.rs`.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -9,41 +10,9 @@ use std::time::{Duration, Instant};
 use redlease::{Semaphore, layout};
 
 use crate::support::{
-    RedisServer, client, evalsha_calls, eventually, exists, listen_until, median, publish,
-    subscribers, unique, until_subscribed,
+    RedisServer, client, evalsha_calls, eventually, exists, listen_until, publish, subscribers,
+    unique, until_subscribed,
 };
-
-/// Redisson's `tryAcquire` script (`RedissonSemaphore.tryAcquireAsync`):
-/// KEYS = [name], ARGV = [permits]; 1 taken, 0 not.
-const JAVA_ACQUIRE: &str = "local value = redis.call('get', KEYS[1]); \
-    if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then \
-    local val = redis.call('decrby', KEYS[1], ARGV[1]); return 1; end; return 0;";
-
-/// Redisson's `release` script: KEYS = [name, channel], ARGV = [permits].
-const JAVA_RELEASE: &str = "local value = redis.call('incrby', KEYS[1], ARGV[1]); \
-    redis.call('publish', KEYS[2], value);";
-
-fn java_acquire(server: &RedisServer, name: &str, permits: u64) -> bool {
-    redis::cmd("EVAL")
-        .arg(JAVA_ACQUIRE)
-        .arg(1)
-        .arg(name)
-        .arg(permits)
-        .query::<i64>(&mut server.connection())
-        .unwrap()
-        == 1
-}
-
-fn java_release(server: &RedisServer, name: &str, permits: u64) {
-    redis::cmd("EVAL")
-        .arg(JAVA_RELEASE)
-        .arg(2)
-        .arg(name)
-        .arg(layout::semaphore_channel(name))
-        .arg(permits)
-        .exec(&mut server.connection())
-        .unwrap();
-}
 
 fn get(server: &RedisServer, key: &str) -> Option<String> {
     redis::cmd("GET")
@@ -195,50 +164,6 @@ async fn never_more_holders_than_permits_across_clients() {
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
 
-/// A sleeping waiter is woken by a release from another client and by
-/// Redisson's release played with raw commands (`INCRBY` + `PUBLISH`);
-/// prints the median time from the release call to the acquisition.
-#[tokio::test]
-async fn waiter_wakes_on_release_from_redlease_and_redisson() {
-    let server = RedisServer::shared();
-    let (a, b) = (client().await, client().await);
-    let mut ours = Vec::new();
-    let mut java = Vec::new();
-    for round in 0..24 {
-        let name = unique("sem-wake");
-        let waiter = spawn_waiter(b.semaphore(&name), 1, Duration::from_secs(5));
-        until_subscribed(server, &layout::semaphore_channel(&name), 1).await;
-        // Past its retry after subscribing: asleep on the channel.
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let released = Instant::now();
-        if round % 2 == 0 {
-            a.semaphore(&name).release(1).await.unwrap();
-        } else {
-            java_release(server, &name, 1);
-        }
-        let (acquired, at) = tokio::time::timeout(Duration::from_secs(6), waiter)
-            .await
-            .expect("waiter still waiting")
-            .unwrap();
-        assert!(acquired.unwrap(), "round {round}: not woken by the release");
-        let latency = at - released;
-        assert!(
-            latency < Duration::from_secs(1),
-            "round {round}: {latency:?}"
-        );
-        if round % 2 == 0 {
-            ours.push(latency);
-        } else {
-            java.push(latency);
-        }
-        assert_eq!(get(server, &name).as_deref(), Some("0"));
-    }
-    let (ours, java) = (median(&mut ours), median(&mut java));
-    println!("semaphore wake latency p50: redlease release {ours:?}, redisson release {java:?}");
-    assert!(ours < Duration::from_millis(100), "{ours:?}");
-    assert!(java < Duration::from_millis(100), "{java:?}");
-}
-
 /// A waiter for 2 permits, asleep first, does not keep a waiter for 1
 /// behind it asleep when a single permit is released: it passes the
 /// wake-up on.
@@ -276,41 +201,6 @@ async fn a_large_request_does_not_starve_a_small_one() {
         .unwrap();
     assert!(acquired.unwrap());
     assert_eq!(get(server, &name).as_deref(), Some("0"));
-}
-
-/// Redisson's acquire and release scripts and ours share the permits, and
-/// our release publishes what a Redisson waiter wakes on.
-#[tokio::test]
-async fn redisson_and_redlease_share_the_permits() {
-    let server = RedisServer::shared();
-    let c = client().await;
-    let name = unique("sem-interop");
-    let sem = c.semaphore(&name);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(
-        java_acquire(server, &name, 1),
-        "java could not take our permit"
-    );
-    assert!(
-        !sem.try_acquire(1).await.unwrap(),
-        "both hold the only permit"
-    );
-    assert!(!java_acquire(server, &name, 1));
-    let messages = listen_until(server, layout::semaphore_channel(&name), "end");
-    sem.release(1).await.unwrap();
-    assert!(
-        java_acquire(server, &name, 1),
-        "java could not take our release"
-    );
-    assert!(!sem.try_acquire(1).await.unwrap());
-    java_release(server, &name, 1);
-    assert!(
-        sem.try_acquire(1).await.unwrap(),
-        "we could not take java's release"
-    );
-    publish(server, &layout::semaphore_channel(&name), "end");
-    // What Redisson's `SemaphorePubSub` reads: the new count, as a long.
-    assert_eq!(messages.await.unwrap(), ["1", "1"]);
 }
 
 /// Drives `fut` for `polls` polls; returns its output if it finished.

@@ -61,28 +61,6 @@ async fn waiter_wakes_on_unlock() {
     g.unlock().await.unwrap();
 }
 
-/// A Redisson-style release (delete + `PUBLISH ... 0` from raw commands)
-/// wakes a redlease waiter at once.
-#[tokio::test]
-async fn waiter_wakes_on_redisson_unlock_message() {
-    let server = RedisServer::shared();
-    let c = client().await;
-    let name = unique("wake-redisson");
-    hold_raw(server, &name, 30_000);
-    let waiter = spawn_waiter(server, c.lock(&name), Duration::from_secs(20), 1).await;
-    let released = Instant::now();
-    redis::pipe()
-        .cmd("DEL")
-        .arg(&name)
-        .cmd("PUBLISH")
-        .arg(channel_of(&name))
-        .arg(0)
-        .exec(&mut server.connection())
-        .unwrap();
-    let g = acquired_soon_after(waiter, released).await;
-    g.unlock().await.unwrap();
-}
-
 /// A holder that dies sends no message; the waiter still takes the lock
 /// within a few milliseconds of its expiry, not a whole lease later.
 #[tokio::test]

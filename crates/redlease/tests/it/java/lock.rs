@@ -2,6 +2,8 @@
 //! excludes the other, a release on either side wakes a waiter on the
 //! other, and a force-unlock on either side frees the lock for both.
 
+use std::time::Duration;
+
 use super::driver::now_us;
 use super::side::{
     Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, everywhere, lock_channel, spawn_woken,
@@ -84,14 +86,22 @@ async fn non_reentrant_lock_and_lock_exclude_and_wake_each_other(side: Side) {
 }
 
 /// `forceUnlock()` in Java deletes a lock redlease holds and publishes 0:
-/// the redlease guard learns it lost the lock at its next renewal, and a
-/// redlease waiter acquires at once. redlease's `admin::force_unlock` does
+/// a redlease waiter acquires at once, and the holder's guard learns at its
+/// next renewal that the lock is another's (`lost()`). redlease's `admin::force_unlock` does
 /// the same to a lock Java holds, and wakes a Java waiter.
 async fn force_unlock_on_either_side_frees_the_other(side: Side) {
     let (java, name) = (side.java, side.name("force"));
     let (a, b) = (format!("{name}/a"), format!("{name}/b"));
 
-    let held = side.rust.lock(&name).try_lock().await.unwrap();
+    // The holder's client renews every 100 ms, to learn of the loss soon.
+    let holder = side
+        .deploy
+        .rust_builder()
+        .watchdog_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let held = holder.lock(&name).try_lock().await.unwrap();
     let lock = side.rust.lock(&name);
     let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
     side.until_subscribed(&lock_channel(&name), 1).await;
@@ -104,7 +114,12 @@ async fn force_unlock_on_either_side_frees_the_other(side: Side) {
         woke < WOKEN_WITHIN_US,
         "redlease woke {woke} µs after forceUnlock"
     );
-    // The first guard's release is refused: the lock is someone else's now.
+    // The first guard is told, and its release is refused: the lock is
+    // someone else's now.
+    let reason = tokio::time::timeout(Duration::from_secs(2), held.lost())
+        .await
+        .expect("the holder learns of the loss at its next renewal");
+    assert_eq!(reason, redlease::LostReason::OwnerChanged);
     let refused = held.unlock().await.unwrap_err();
     assert!(refused.is_not_owner(), "{refused}");
     guard.unlock().await.unwrap();
