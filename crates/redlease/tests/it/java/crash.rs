@@ -138,12 +138,11 @@ async fn killed_redlease_holder(version: usize) {
 }
 
 /// Java holds more locks than its watchdog renews in one call
-/// (`lockWatchdogBatchSize`, set to 4 here where the version has it), and
+/// (`lockWatchdogBatchSize`, set to 4 here), and
 /// redlease holds as many with its own watchdog; after three leases every
 /// lock of each side still refuses the other side.
 async fn watchdogs_keep_their_locks(version: usize) {
-    let batch = VERSIONS[version].starts_with('4').then_some(4);
-    let java = tokio::task::spawn_blocking(move || own_java(version, batch))
+    let java = tokio::task::spawn_blocking(move || own_java(version, Some(4)))
         .await
         .unwrap();
     let base = unique("watchdogs");

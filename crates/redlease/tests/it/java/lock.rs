@@ -12,6 +12,7 @@ use super::side::{
 everywhere!(rlock_and_lock_exclude_and_wake_each_other);
 everywhere!(non_reentrant_lock_and_lock_exclude_and_wake_each_other);
 everywhere!(force_unlock_on_either_side_frees_the_other);
+everywhere!(java_lock_forever_and_fixed_leases_meet_redlease);
 
 /// Java holds `kind`'s lock on a name: redlease is busy on it, waits, and
 /// is woken by Java's unlock. Then redlease holds it: Java is refused,
@@ -159,4 +160,68 @@ async fn force_unlock_on_either_side_frees_the_other(side: Side) {
         stale.text
     );
     java.call(&b, &format!("unlock lock {name}")).await.value();
+}
+
+/// Java's `lock()`, which waits with no limit, is woken by a redlease
+/// release; a fixed lease on either side is never renewed, and the other
+/// side's waiter takes the lock when it runs out (no message comes then).
+async fn java_lock_forever_and_fixed_leases_meet_redlease(side: Side) {
+    let (java, name) = (side.java, side.name("forever"));
+    let (a, b) = (format!("{name}/a"), format!("{name}/b"));
+    let lease = Duration::from_millis(1000);
+    let slack = Duration::from_millis(1500);
+
+    let guard = side.rust.lock(&name).try_lock().await.unwrap();
+    let pending = java.send(&a, &format!("lock lock {name} -1"));
+    side.until_subscribed(&lock_channel(&name), 1).await;
+    let released = now_us();
+    guard.unlock().await.unwrap();
+    let got = java.reply(pending).await;
+    got.value();
+    let woke = after(released, got.end_us);
+    assert!(
+        woke < WOKEN_WITHIN_US,
+        "Java's lock() woke {woke} µs after redlease's unlock"
+    );
+    java.call(&a, &format!("unlock lock {name}")).await.value();
+
+    // Java holds with a fixed lease and never unlocks.
+    let taken = java
+        .call(&b, &format!("trylock lock {name} 0 {}", lease.as_millis()))
+        .await;
+    assert!(taken.bool());
+    let pttl: i64 = side.query(&name, redis::cmd("PTTL").arg(&name));
+    assert!(pttl > 0 && pttl <= 1000, "Java's fixed lease: pttl {pttl}");
+    let lock = side.rust.lock(&name);
+    let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
+    let (guard, at) = waiter.await.unwrap();
+    let guard = guard.expect("redlease takes the lock when Java's lease runs out");
+    let took = Duration::from_micros(after(taken.start_us, at));
+    assert!(
+        took >= lease - Duration::from_millis(50),
+        "Java's lease ended early: {took:?}"
+    );
+    assert!(
+        took <= lease + slack,
+        "redlease took {took:?} for a {lease:?} lease"
+    );
+    guard.unlock().await.unwrap();
+
+    // redlease holds with a fixed lease and never unlocks.
+    let started = now_us();
+    let guard = side.rust.lock(&name).lease(lease).try_lock().await.unwrap();
+    let got = java
+        .call(&b, &format!("trylock lock {name} {WAIT_MS} -1"))
+        .await;
+    assert!(
+        got.bool(),
+        "Java takes the lock when redlease's lease runs out"
+    );
+    let took = Duration::from_micros(after(started, got.end_us));
+    assert!(
+        took <= lease + slack,
+        "Java took {took:?} for a {lease:?} lease"
+    );
+    java.call(&b, &format!("unlock lock {name}")).await.value();
+    assert!(guard.is_lost() || guard.unlock().await.unwrap_err().is_not_owner());
 }
