@@ -2,8 +2,7 @@
 //! many hand-offs: Java release → redlease waiter, redlease release → Java
 //! waiter, p50 and p99, printed for docs (run with `--nocapture`).
 
-use super::driver::now_us;
-use super::side::{Deploy, Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, lock_channel, spawn_woken};
+use super::side::{Deploy, Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, lock_channel};
 
 /// Hand-offs per direction.
 const ROUNDS: usize = 100;
@@ -47,21 +46,26 @@ async fn hand_offs(side: Side) {
                 .bool()
         );
         let lock = side.rust.lock(&name);
-        let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
-        side.until_subscribed(&channel, 1).await;
-        let unlock = java.call(&a, &format!("unlock lock {name}")).await;
-        unlock.value();
-        let (guard, at) = waiter.await.unwrap();
-        let guard = guard.unwrap();
-        to_rust.push(after(unlock.start_us, at));
+        let (guard, woke) = side
+            .redlease_woken_by_java(
+                &channel,
+                async move { lock.try_lock_for(WAIT).await },
+                &a,
+                &format!("unlock lock {name}"),
+            )
+            .await;
+        to_rust.push(woke);
 
-        let pending = java.send(&b, &format!("trylock lock {name} {WAIT_MS} -1"));
-        side.until_subscribed(&channel, 1).await;
-        let released = now_us();
-        guard.unlock().await.unwrap();
-        let got = java.reply(pending).await;
+        let (got, woke) = side
+            .java_woken_by_redlease(
+                &channel,
+                &b,
+                &format!("trylock lock {name} {WAIT_MS} -1"),
+                guard.unlock(),
+            )
+            .await;
         assert!(got.bool());
-        to_java.push(after(released, got.end_us));
+        to_java.push(woke);
         java.call(&b, &format!("unlock lock {name}")).await.value();
     }
     let mut report = Vec::new();

@@ -29,18 +29,14 @@ async fn both_ways(side: &Side, kind: &str) {
     let busy = side.rust.lock(&name).try_lock().await.unwrap_err();
     assert!(busy.is_busy(), "{busy}");
     let lock = side.rust.lock(&name);
-    let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
-    // Java's subscription is gone once it holds; this is redlease's.
-    side.until_subscribed(&lock_channel(&name), 1).await;
-    let unlock = java.call(&a, &format!("unlock {kind} {name}")).await;
-    assert!(unlock.ok, "{}", unlock.text);
-    let (guard, at) = waiter.await.unwrap();
-    let guard = guard.expect("redlease acquires after Java's unlock");
-    let woke = after(unlock.start_us, at);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "redlease woke {woke} µs after Java's unlock"
-    );
+    let (guard, _) = side
+        .redlease_woken_by_java(
+            &lock_channel(&name),
+            async move { lock.try_lock_for(WAIT).await },
+            &a,
+            &format!("unlock {kind} {name}"),
+        )
+        .await;
 
     assert!(
         !java
@@ -48,17 +44,15 @@ async fn both_ways(side: &Side, kind: &str) {
             .await
             .bool()
     );
-    let pending = java.send(&b, &format!("trylock {kind} {name} {WAIT_MS} -1"));
-    side.until_subscribed(&lock_channel(&name), 1).await;
-    let released = now_us();
-    guard.unlock().await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &lock_channel(&name),
+            &b,
+            &format!("trylock {kind} {name} {WAIT_MS} -1"),
+            guard.unlock(),
+        )
+        .await;
     assert!(got.bool(), "Java acquires after redlease's unlock");
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java woke {woke} µs after redlease's unlock"
-    );
     assert!(java.call(&b, &format!("held {kind} {name}")).await.bool());
     java.call(&b, &format!("unlock {kind} {name}"))
         .await
@@ -104,17 +98,14 @@ async fn force_unlock_on_either_side_frees_the_other(side: Side) {
         .unwrap();
     let held = holder.lock(&name).try_lock().await.unwrap();
     let lock = side.rust.lock(&name);
-    let waiter = spawn_woken(async move { lock.try_lock_for(WAIT).await });
-    side.until_subscribed(&lock_channel(&name), 1).await;
-    let forced = java.call(&a, &format!("forceunlock lock {name}")).await;
-    assert!(forced.bool(), "Java's forceUnlock deletes redlease's lock");
-    let (guard, at) = waiter.await.unwrap();
-    let guard = guard.expect("a redlease waiter acquires after Java's forceUnlock");
-    let woke = after(forced.start_us, at);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "redlease woke {woke} µs after forceUnlock"
-    );
+    let (guard, _) = side
+        .redlease_woken_by_java(
+            &lock_channel(&name),
+            async move { lock.try_lock_for(WAIT).await },
+            &a,
+            &format!("forceunlock lock {name}"),
+        )
+        .await;
     // The first guard is told, and its release is refused: the lock is
     // someone else's now.
     let reason = tokio::time::timeout(Duration::from_secs(2), held.lost())
@@ -172,17 +163,15 @@ async fn java_lock_forever_and_fixed_leases_meet_redlease(side: Side) {
     let slack = Duration::from_millis(1500);
 
     let guard = side.rust.lock(&name).try_lock().await.unwrap();
-    let pending = java.send(&a, &format!("lock lock {name} -1"));
-    side.until_subscribed(&lock_channel(&name), 1).await;
-    let released = now_us();
-    guard.unlock().await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &lock_channel(&name),
+            &a,
+            &format!("lock lock {name} -1"),
+            guard.unlock(),
+        )
+        .await;
     got.value();
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java's lock() woke {woke} µs after redlease's unlock"
-    );
     java.call(&a, &format!("unlock lock {name}")).await.value();
 
     // Java holds with a fixed lease and never unlocks.

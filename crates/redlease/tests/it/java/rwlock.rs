@@ -4,8 +4,9 @@
 //! (Redisson publishes nothing there), which Java must take as "readers,
 //! try again".
 
-use super::driver::now_us;
-use super::side::{Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, braced, everywhere, spawn_woken};
+use std::time::Duration;
+
+use super::side::{Side, WAIT, WAIT_MS, braced, everywhere};
 
 everywhere!(readers_share_and_a_writer_of_either_side_waits_for_both);
 everywhere!(a_redlease_downgrade_wakes_java_readers);
@@ -33,29 +34,25 @@ async fn readers_share_and_a_writer_of_either_side_waits_for_both(side: Side) {
             .await
             .bool()
     );
-    let pending = java.send(&writer, &format!("trylock write {name} {WAIT_MS} -1"));
-    side.until_subscribed(&channel(&name), 1).await;
-    java.call(&reader, &format!("unlock read {name}"))
-        .await
-        .value();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(
-        !java
-            .call(&reader, &format!("held write {name}"))
-            .await
-            .bool()
-    );
-    let released = now_us();
-    rust_read.unlock().await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &channel(&name),
+            &writer,
+            &format!("trylock write {name} {WAIT_MS} -1"),
+            async {
+                java.call(&reader, &format!("unlock read {name}"))
+                    .await
+                    .value();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let mode: String = side.query(&name, redis::cmd("HGET").arg(&name).arg("mode"));
+                assert_eq!(mode, "read", "the Java writer waits for redlease's reader");
+                rust_read.unlock().await
+            },
+        )
+        .await;
     assert!(
         got.bool(),
         "the Java writer gets the lock once both readers left"
-    );
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java's writer woke {woke} µs after the last read unlock"
     );
     let busy = rw.read().try_lock().await.unwrap_err();
     assert!(
@@ -75,19 +72,16 @@ async fn readers_share_and_a_writer_of_either_side_waits_for_both(side: Side) {
     );
     let busy = rw.write().try_lock().await.unwrap_err();
     assert!(busy.is_busy(), "{busy}");
-    let write = rw.write();
-    let waiter = spawn_woken(async move { write.try_lock_for(WAIT).await });
-    side.until_subscribed(&channel(&name), 1).await;
     rust_read.unlock().await.unwrap();
-    let unlock = java.call(&reader, &format!("unlock read {name}")).await;
-    unlock.value();
-    let (guard, at) = waiter.await.unwrap();
-    let guard = guard.expect("the redlease writer gets the lock once both readers left");
-    let woke = after(unlock.start_us, at);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "redlease's writer woke {woke} µs after Java's read unlock"
-    );
+    let write = rw.write();
+    let (guard, _) = side
+        .redlease_woken_by_java(
+            &channel(&name),
+            async move { write.try_lock_for(WAIT).await },
+            &reader,
+            &format!("unlock read {name}"),
+        )
+        .await;
     assert!(
         !java
             .call(&reader, &format!("trylock read {name} 0 -1"))
@@ -113,17 +107,15 @@ async fn a_redlease_downgrade_wakes_java_readers(side: Side) {
         (write, read)
     })
     .await;
-    let pending = java.send(&reader, &format!("trylock read {name} {WAIT_MS} -1"));
-    side.until_subscribed(&channel(&name), 1).await;
-    let released = now_us();
-    write.unlock().await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &channel(&name),
+            &reader,
+            &format!("trylock read {name} {WAIT_MS} -1"),
+            write.unlock(),
+        )
+        .await;
     assert!(got.bool(), "Java's reader joins the downgraded reader");
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java's reader woke {woke} µs after the downgrade"
-    );
     java.call(&reader, &format!("unlock read {name}"))
         .await
         .value();

@@ -4,7 +4,7 @@
 
 use super::driver::now_us;
 use super::side::{
-    Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, braced, everywhere, semaphore_channel, spawn_woken,
+    Side, WAIT, WAIT_MS, WOKEN_WITHIN_US, after, braced, everywhere, semaphore_channel,
 };
 
 everywhere!(semaphore_permits_are_counted_once_across_both_sides);
@@ -46,37 +46,30 @@ async fn semaphore_permits_are_counted_once_across_both_sides(side: Side) {
     );
 
     // A redlease release wakes a Java waiter.
-    let pending = java.send(&owner, &format!("sem.tryacquire {name} 1 {WAIT_MS}"));
-    side.until_subscribed(&semaphore_channel(&name), 1).await;
-    let released = now_us();
-    semaphore.release(1).await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &semaphore_channel(&name),
+            &owner,
+            &format!("sem.tryacquire {name} 1 {WAIT_MS}"),
+            semaphore.release(1),
+        )
+        .await;
     assert!(
         got.bool(),
         "Java's waiter gets the permit redlease released"
     );
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java woke {woke} µs after redlease's release"
-    );
 
     // A Java release wakes a redlease waiter.
     let waiting = side.rust.semaphore(&name);
-    let waiter = spawn_woken(async move { waiting.try_acquire_for(1, WAIT).await });
-    side.until_subscribed(&semaphore_channel(&name), 1).await;
-    let release = java.call(&owner, &format!("sem.release {name} 1")).await;
-    release.value();
-    let (got, at) = waiter.await.unwrap();
-    assert!(
-        got.unwrap(),
-        "redlease's waiter gets the permit Java released"
-    );
-    let woke = after(release.start_us, at);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "redlease woke {woke} µs after Java's release"
-    );
+    let (got, _) = side
+        .redlease_woken_by_java(
+            &semaphore_channel(&name),
+            async move { waiting.try_acquire_for(1, WAIT).await },
+            &owner,
+            &format!("sem.release {name} 1"),
+        )
+        .await;
+    assert!(got, "redlease's waiter gets the permit Java released");
 
     // Both hold one again: two releases give back exactly two.
     semaphore.release(1).await.unwrap();
@@ -108,39 +101,32 @@ async fn expirable_permits_are_counted_once_across_both_sides(side: Side) {
     assert!(busy.is_busy(), "{busy}");
     assert_eq!(semaphore.acquired_permits().await.unwrap(), 1);
     let waiting = side.rust.expirable_semaphore(&name);
-    let waiter = spawn_woken(async move { waiting.try_acquire_for(WAIT).await });
-    side.until_subscribed(&semaphore_channel(&name), 1).await;
-    let release = java
-        .call(&owner, &format!("xsem.release {name} {id}"))
+    let (permit, _) = side
+        .redlease_woken_by_java(
+            &semaphore_channel(&name),
+            async move { waiting.try_acquire_for(WAIT).await },
+            &owner,
+            &format!("xsem.release {name} {id}"),
+        )
         .await;
-    release.value();
-    let (permit, at) = waiter.await.unwrap();
-    let permit = permit.expect("redlease gets the permit Java released");
-    let woke = after(release.start_us, at);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "redlease woke {woke} µs after Java's release"
-    );
 
     // redlease holds it; Java waits, and gets it on redlease's release.
     let refused = java
         .call(&owner, &format!("xsem.tryacquire {name} 0 30000"))
         .await;
     assert_eq!(refused.value(), "null");
-    let pending = java.send(&owner, &format!("xsem.tryacquire {name} {WAIT_MS} 30000"));
-    side.until_subscribed(&semaphore_channel(&name), 1).await;
-    let released = now_us();
-    permit.release().await.unwrap();
-    let got = java.reply(pending).await;
+    let (got, _) = side
+        .java_woken_by_redlease(
+            &semaphore_channel(&name),
+            &owner,
+            &format!("xsem.tryacquire {name} {WAIT_MS} 30000"),
+            permit.release(),
+        )
+        .await;
     let id = got.value().to_owned();
     assert_ne!(
         id, "null",
         "Java's waiter gets the permit redlease released"
-    );
-    let woke = after(released, got.end_us);
-    assert!(
-        woke < WOKEN_WITHIN_US,
-        "Java woke {woke} µs after redlease's release"
     );
     // redlease can release Java's permit by its id (Redisson's cross-process use).
     semaphore.release_by_id(&id).await.unwrap();
@@ -180,11 +166,11 @@ async fn a_count_at_or_below_zero_is_not_announced_to_java(side: Side) {
     );
 
     // The same for expirable permits: a release into a negative count.
-    let expirable = side.rust.expirable_semaphore(&name_x(&name));
+    let xname = format!("{name}:x");
+    let expirable = side.rust.expirable_semaphore(&xname);
     assert!(expirable.try_set_permits(1).await.unwrap());
     let permit = expirable.try_acquire().await.unwrap();
     expirable.add_permits(-2).await.unwrap();
-    let xname = name_x(&name);
     let pending = java.send(&owner, &format!("xsem.tryacquire {xname} {WAIT_MS} 30000"));
     side.until_subscribed(&semaphore_channel(&xname), 1).await;
     permit.release().await.unwrap();
@@ -198,8 +184,4 @@ async fn a_count_at_or_below_zero_is_not_announced_to_java(side: Side) {
     );
     let complaints = java.complaints_since(mark);
     assert!(complaints.is_empty(), "the JVM complained: {complaints:?}");
-}
-
-fn name_x(name: &str) -> String {
-    format!("{name}:x")
 }

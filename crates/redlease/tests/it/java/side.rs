@@ -8,7 +8,7 @@ use std::time::Duration;
 use redlease::PubSubMode;
 use tokio::task::JoinHandle;
 
-use super::driver::{Java, Options, VERSIONS, now_us};
+use super::driver::{Java, Options, Reply, VERSIONS, now_us};
 use crate::cluster_support::{RedisCluster, shared_cluster};
 use crate::support::{RedisServer, eventually, unique};
 
@@ -157,6 +157,66 @@ impl Side {
             "no {n} subscribers on {channel} ({:?})",
             self.deploy
         );
+    }
+}
+
+impl Side {
+    /// Spawns redlease's `acquire`, waits until it sleeps on `channel`,
+    /// runs Java's `op` as `owner` (a release), and returns what the waiter
+    /// got and how long after the release's start it returned, failing the
+    /// test unless the release message woke it (in under
+    /// [`WOKEN_WITHIN_US`]).
+    pub(crate) async fn redlease_woken_by_java<T, F>(
+        &self,
+        channel: &str,
+        acquire: F,
+        owner: &str,
+        op: &str,
+    ) -> (T, u64)
+    where
+        F: Future<Output = Result<T, redlease::Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let waiter = spawn_woken(acquire);
+        self.until_subscribed(channel, 1).await;
+        let release = self.java.call(owner, op).await;
+        release.value();
+        let (got, at) = waiter.await.unwrap();
+        let got = got.unwrap_or_else(|e| panic!("redlease's waiter, after Java's {op}: {e}"));
+        let woke = after(release.start_us, at);
+        assert!(
+            woke < WOKEN_WITHIN_US,
+            "redlease woke {woke} µs after Java's {op} ({:?})",
+            self.deploy
+        );
+        (got, woke)
+    }
+
+    /// Sends Java's waiting `op` as `owner`, waits until it sleeps on
+    /// `channel`, runs redlease's `release`, and returns Java's reply and
+    /// how long after the release's start it came, failing the test unless
+    /// the release message woke it (in under [`WOKEN_WITHIN_US`]).
+    pub(crate) async fn java_woken_by_redlease<R>(
+        &self,
+        channel: &str,
+        owner: &str,
+        op: &str,
+        release: impl Future<Output = Result<R, redlease::Error>>,
+    ) -> (Reply, u64) {
+        let pending = self.java.send(owner, op);
+        self.until_subscribed(channel, 1).await;
+        let released = now_us();
+        if let Err(e) = release.await {
+            panic!("redlease's release, for Java's {op}: {e}");
+        }
+        let got = self.java.reply(pending).await;
+        let woke = after(released, got.end_us);
+        assert!(
+            woke < WOKEN_WITHIN_US,
+            "Java's {op} returned {woke} µs after redlease's release ({:?})",
+            self.deploy
+        );
+        (got, woke)
     }
 }
 
