@@ -57,7 +57,8 @@ fn color(i: usize) -> RGBColor {
         RGBColor(40, 160, 60),
         RGBColor(140, 60, 170),
         RGBColor(100, 100, 100),
-        RGBColor(0, 0, 0),
+        // Not black: black is the references'.
+        RGBColor(0, 150, 150),
     ];
     COLORS[i % COLORS.len()]
 }

@@ -6,9 +6,10 @@
 //! (`argv`) of its driver, a small program in `peers/` that uses the library
 //! as its users would. A driver is called as
 //! `argv... uncontended URL TASKS SECONDS` or `argv... handoff URL WORKERS
-//! SECONDS` (and rslock's also as `argv... redlock URL,URL,... TASKS
-//! SECONDS`) and prints one JSON line: the same measurement as redlease's,
-//! with the same definitions (see `peers/python/driver.py`).
+//! SECONDS` (and rslock's and redsync's also as `argv... redlock
+//! URL,URL,... TASKS SECONDS`) and prints one JSON line: the same
+//! measurement as redlease's, with the same definitions (see
+//! `peers/python/driver.py`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -86,6 +87,12 @@ pub(crate) struct Pairs {
 }
 
 impl Peer {
+    /// The driver's command line, for a caller that runs it itself (as
+    /// [`crate::redisson`] does, to read the server while it runs).
+    pub(crate) fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
     /// Lock+unlock pairs per second with `tasks` workers on one client.
     pub(crate) fn uncontended(
         &self,

@@ -15,6 +15,11 @@
 //! layout at least rslock's pairs/s with at most 1.5x its Redis CPU per
 //! pair; the string layout at least 1.3x rslock's pairs/s at 16 and 256
 //! tasks with at most its Redis CPU, and less again with Valkey's commands.
+//!
+//! redsync (Go, its peer driver on one go-redis client), another lock in
+//! the string layout, is measured beside rslock when it is installed, in
+//! the same turns: its ratios are to rslock's too, and the string layout's
+//! ratios to redsync's are given under the targets (no target of its own).
 
 use std::path::Path;
 use std::time::Duration;
@@ -45,6 +50,7 @@ pub(crate) struct Plan {
 enum Subject {
     Redlease(Layout),
     Rslock,
+    Redsync,
 }
 
 impl Subject {
@@ -53,7 +59,45 @@ impl Subject {
             Subject::Redlease(Layout::String) => "redlease, string layout",
             Subject::Redlease(_) => "redlease, Redisson's layout",
             Subject::Rslock => "rslock",
+            Subject::Redsync => "redsync",
         }
+    }
+}
+
+/// The peers `versus` drives: rslock, which the ratios and the targets are
+/// to, and redsync beside it when installed.
+struct Peers {
+    rslock: Peer,
+    redsync: Option<Peer>,
+}
+
+impl Peers {
+    /// The peer that `subject` is, if it is one.
+    fn of(&self, subject: Subject) -> Option<&Peer> {
+        match subject {
+            Subject::Rslock => Some(&self.rslock),
+            Subject::Redsync => self.redsync.as_ref(),
+            Subject::Redlease(_) => None,
+        }
+    }
+
+    /// The peers measured, with their versions, for the tables' titles.
+    fn title(&self) -> String {
+        let mut title = format!("rslock {}", self.rslock.version);
+        if let Some(redsync) = &self.redsync {
+            title += &format!(" and redsync {}", redsync.version);
+        }
+        title
+    }
+
+    /// `subjects` and the installed peers after them.
+    fn with(&self, subjects: &[Subject]) -> Vec<Subject> {
+        let mut all = subjects.to_vec();
+        all.push(Subject::Rslock);
+        if self.redsync.is_some() {
+            all.push(Subject::Redsync);
+        }
+        all
     }
 }
 
@@ -63,37 +107,50 @@ pub(crate) async fn run(
     manifest: &Path,
     chart_dir: Option<&Path>,
 ) {
-    let rslock = match peer::load(manifest).and_then(|peers| {
-        peers
-            .into_iter()
-            .find(|p| p.name == "rslock")
-            .ok_or_else(|| format!("no rslock in {}", manifest.display()))
-    }) {
-        Ok(peer) => peer,
+    let mut installed = match peer::load(manifest) {
+        Ok(peers) => peers,
         Err(why) => {
             println!("Versus rslock: not measured ({why}).\n");
             return;
         }
     };
-    let redis = [
+    let mut take = |name: &str| {
+        let i = installed.iter().position(|p| p.name == name)?;
+        Some(installed.swap_remove(i))
+    };
+    let Some(rslock) = take("rslock") else {
+        println!(
+            "Versus rslock: not measured (no rslock in {}).\n",
+            manifest.display()
+        );
+        return;
+    };
+    let redsync = take("redsync");
+    if redsync.is_none() {
+        println!(
+            "redsync: not measured (no redsync in {}).\n",
+            manifest.display()
+        );
+    }
+    let peers = Peers { rslock, redsync };
+    let redis = peers.with(&[
         Subject::Redlease(Layout::Redisson),
         Subject::Redlease(Layout::String),
-        Subject::Rslock,
-    ];
-    let cells = measure(server, plan, &rslock, &redis).await;
+    ]);
+    let cells = measure(server, plan, &peers, &redis).await;
     let version = server_version(server);
-    print(plan, &rslock.version, &version, &redis, &cells, None);
+    print(plan, &peers.title(), &version, &redis, &cells, None);
     let mut panels = vec![(format!("on {version}"), spreads(plan, &redis, &cells, None))];
     let valkey = match RedisServer::try_start_valkey() {
         Ok(valkey) => valkey,
         Err(why) => {
-            println!("Versus rslock on Valkey 9: not measured ({why}).\n");
+            println!("Versus the peers on Valkey 9: not measured ({why}).\n");
             draw(chart_dir, &panels);
             return;
         }
     };
-    let subjects = [Subject::Redlease(Layout::String), Subject::Rslock];
-    let cells = measure(&valkey, plan, &rslock, &subjects).await;
+    let subjects = peers.with(&[Subject::Redlease(Layout::String)]);
+    let cells = measure(&valkey, plan, &peers, &subjects).await;
     // The limit of the string layout on Valkey: redis-benchmark's pipelined
     // `SET NX PX` and `DELIFEQ`, without fencing or announcement.
     let duration = Duration::from_secs(plan.seconds);
@@ -103,7 +160,7 @@ pub(crate) async fn run(
     let version = server_version(&valkey);
     print(
         plan,
-        &rslock.version,
+        &peers.title(),
         &version,
         &subjects,
         &cells,
@@ -148,11 +205,12 @@ fn spreads(
                 })
                 .collect(),
             // As on the comparison chart: Redisson's layout 0, the string
-            // layout 2, rslock (the first peer) 3.
+            // layout 2, rslock (the first peer) 3, redsync (the fifth) 7.
             color: Some(match subject {
                 Subject::Redlease(Layout::String) => 2,
                 Subject::Redlease(_) => 0,
                 Subject::Rslock => 3,
+                Subject::Redsync => 7,
             }),
         })
         .collect();
@@ -171,7 +229,7 @@ fn spreads(
 /// `[row][run][subject]`: every subject's pairs, `None` where it failed.
 type Cells = Vec<Vec<Vec<Option<Pairs>>>>;
 
-async fn measure(server: &RedisServer, plan: &Plan, rslock: &Peer, subjects: &[Subject]) -> Cells {
+async fn measure(server: &RedisServer, plan: &Plan, peers: &Peers, subjects: &[Subject]) -> Cells {
     let url = server.url();
     let mut clients = Vec::new();
     for subject in subjects {
@@ -185,7 +243,7 @@ async fn measure(server: &RedisServer, plan: &Plan, rslock: &Peer, subjects: &[S
                 probe::warm_up(&client, "bench:versus:warmup").await;
                 Some(client)
             }
-            Subject::Rslock => None,
+            Subject::Rslock | Subject::Redsync => None,
         };
         clients.push(client);
     }
@@ -202,13 +260,16 @@ async fn measure(server: &RedisServer, plan: &Plan, rslock: &Peer, subjects: &[S
                     Some(client) => {
                         Some(compare::redlease_pairs(client, &mut stats, n, duration, None).await)
                     }
-                    None => match compare::peer_pairs(rslock, &url, &mut stats, n, plan.seconds) {
-                        Ok(p) => Some(p),
-                        Err(why) => {
-                            eprintln!("versus: rslock at {n} tasks failed: {why}");
-                            None
+                    None => {
+                        let peer = peers.of(subjects[i]).expect("a peer subject");
+                        match compare::peer_pairs(peer, &url, &mut stats, n, plan.seconds) {
+                            Ok(p) => Some(p),
+                            Err(why) => {
+                                eprintln!("versus: {} at {n} tasks failed: {why}", peer.name);
+                                None
+                            }
                         }
-                    },
+                    }
                 };
             }
             cells[row].push(measured);
@@ -237,7 +298,7 @@ fn server_version(server: &RedisServer) -> String {
 
 fn print(
     plan: &Plan,
-    version: &str,
+    peers: &str,
     server: &str,
     subjects: &[Subject],
     cells: &Cells,
@@ -248,7 +309,7 @@ fn print(
         .position(|s| *s == Subject::Rslock)
         .expect("rslock is measured");
     println!(
-        "## redlease against rslock {version} on {server}: uncontended pairs per second, {} runs of {} s per cell (median, with the range)\n",
+        "## redlease against {peers} on {server}: uncontended pairs per second, {} runs of {} s per cell (median, with the range)\n",
         plan.runs, plan.seconds
     );
     println!(
@@ -309,6 +370,31 @@ fn print(
                 verdict(cpu <= 1.5)
             ),
         }
+    }
+    println!();
+    let position = |wanted| subjects.iter().position(|s| *s == wanted);
+    let (Some(string), Some(redsync)) = (
+        position(Subject::Redlease(Layout::String)),
+        position(Subject::Redsync),
+    ) else {
+        return;
+    };
+    println!("Beside redsync on {server}, on the medians (no target):\n");
+    for (row, &n) in plan.tasks.iter().enumerate() {
+        // Runs in which both were measured.
+        let (rate, cpu): (Vec<f64>, Vec<f64>) = cells[row]
+            .iter()
+            .filter_map(|run| Some((run[string]?, run[redsync]?)))
+            .map(|(o, t)| (o.per_sec / t.per_sec, o.server_us / t.server_us))
+            .unzip();
+        if rate.is_empty() {
+            continue;
+        }
+        println!(
+            "- string layout, {n} tasks: {:.2}x redsync's pairs/s, {:.2}x its Redis CPU per pair.",
+            median(&rate),
+            median(&cpu)
+        );
     }
     println!();
 }

@@ -1,8 +1,8 @@
 //! The string layout against the real peers on one key, both ways (#17):
-//! redis-py's `Lock` and rslock, each run by its bench driver's `hold` mode
-//! (installed by `scripts/bench-peers`), and the first seed's Java lock,
-//! played here with its raw commands. Each excludes the other, and each
-//! release lets the other acquire.
+//! redis-py's `Lock`, rslock and redsync (Go), each run by its bench
+//! driver's `hold` mode (installed by `scripts/bench-peers`), and the first
+//! seed's Java lock, played here with its raw commands. Each excludes the
+//! other, and each release lets the other acquire.
 //!
 //! The peers publish nothing on release, so a redlease waiter on a key a
 //! peer holds sleeps until the key's expiry (30 s here) or the end of its
@@ -37,6 +37,8 @@ const JAVA_RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
 enum Peer {
     RedisPy,
     Rslock,
+    /// redsync on go-redis, whose value is base64 text.
+    Redsync,
     /// The first seed's Java lock, played with raw commands in a thread.
     JavaSeed,
 }
@@ -163,6 +165,7 @@ impl Peer {
             Peer::Rslock => Command::new(installed(
                 peers_dir().join("rslock/target/release/rslock-peer"),
             )),
+            Peer::Redsync => Command::new(installed(peers_dir().join("go/redsync-peer"))),
             Peer::JavaSeed => {
                 let (url, key) = (server.url(), key.to_owned());
                 std::thread::spawn(move || java_hold(&url, &key, hold, wait, &tx));
@@ -452,6 +455,16 @@ async fn an_rslock_lock_excludes_redlease_until_released() {
 #[tokio::test]
 async fn redlease_excludes_an_rslock_lock_until_unlocked() {
     redlease_holds_first(Peer::Rslock).await;
+}
+
+#[tokio::test]
+async fn a_redsync_lock_excludes_redlease_until_released() {
+    peer_holds_first(Peer::Redsync).await;
+}
+
+#[tokio::test]
+async fn redlease_excludes_a_redsync_lock_until_unlocked() {
+    redlease_holds_first(Peer::Redsync).await;
 }
 
 #[tokio::test]
