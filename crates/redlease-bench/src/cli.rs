@@ -20,9 +20,9 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Bench {
-    /// Runs compare, versus, handoff, fairness, scale, roundtrips, cluster
-    /// and scale --cluster, each with its own defaults (what scripts/bench
-    /// does).
+    /// Runs compare, versus, redisson, handoff, fairness, scale,
+    /// roundtrips, cluster and scale --cluster, each with its own defaults
+    /// (what scripts/bench does).
     ///
     /// SECONDS and COUNTS, when given, replace every measurement's own.
     All {
@@ -42,16 +42,35 @@ pub(crate) enum Bench {
         #[arg(value_name = "TASKS", default_values_t = COMPARE.counts.to_vec())]
         counts: Vec<usize>,
     },
-    /// redlease against rslock (the fastest peer on throughput),
-    /// uncontended pairs per second and Redis CPU per pair by tasks, RUNS
-    /// times taking turns: the ratios' median and range. Needs
-    /// scripts/bench-peers.
+    /// redlease against rslock (the fastest peer on throughput), and
+    /// redsync beside it, uncontended pairs per second and Redis CPU per
+    /// pair by tasks, RUNS times taking turns: the ratios' median and
+    /// range. Needs scripts/bench-peers.
     Versus {
         /// Seconds each measurement runs.
         #[arg(default_value_t = VERSUS.seconds)]
         seconds: u64,
         /// Tasks on one client, a row each.
         #[arg(value_name = "TASKS", default_values_t = VERSUS.counts.to_vec())]
+        counts: Vec<usize>,
+        /// Runs of every row.
+        #[arg(long, default_value_t = 3, value_parser = at_least_one())]
+        runs: usize,
+    },
+    /// redlease's default client against Redisson's own `RLock` and
+    /// `RFencedLock` (Java), with the `redisson` crate and rslock beside
+    /// them: uncontended pairs per second, Redis CPU and client CPU per
+    /// pair by tasks, RUNS times taking turns: the ratios' median and
+    /// range, and whether the crate and Java exclude each other on one key.
+    /// Needs scripts/redisson (and scripts/bench-peers for the crate and
+    /// rslock).
+    Redisson {
+        /// Seconds each measurement runs (the JVM's start and warm-up come
+        /// before).
+        #[arg(default_value_t = REDISSON.seconds)]
+        seconds: u64,
+        /// Tasks (Java: threads) on one client, a row each.
+        #[arg(value_name = "TASKS", default_values_t = REDISSON.counts.to_vec())]
         counts: Vec<usize>,
         /// Runs of every row.
         #[arg(long, default_value_t = 3, value_parser = at_least_one())]
@@ -197,6 +216,10 @@ const VERSUS: Defaults = Defaults {
     seconds: 3,
     counts: &[1, 16, 256],
 };
+const REDISSON: Defaults = Defaults {
+    seconds: 3,
+    counts: &[1, 16, 256],
+};
 const THROUGHPUT: Defaults = Defaults {
     seconds: 5,
     counts: &[1, 64],
@@ -245,6 +268,7 @@ impl Defaults {
 pub(crate) enum Measurement {
     Compare(Run),
     Versus(crate::versus::Plan),
+    Redisson(crate::redisson::Plan),
     Scriptcost { pairs: usize, runs: usize },
     Throughput(Run),
     Handoff(Run),
@@ -262,6 +286,7 @@ pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
     vec![
         Measurement::Compare(COMPARE.or(seconds, counts)),
         Measurement::Versus(versus(VERSUS.or(seconds, counts), 3)),
+        Measurement::Redisson(redisson(REDISSON.or(seconds, counts), 3)),
         Measurement::Handoff(HANDOFF.or(seconds, counts)),
         Measurement::Fairness {
             seconds: seconds.unwrap_or(FAIRNESS_SECONDS),
@@ -276,6 +301,15 @@ pub(crate) fn all(seconds: Option<u64>, counts: &[usize]) -> Vec<Measurement> {
 /// The `versus` plan of `run`, `runs` times.
 pub(crate) fn versus(run: Run, runs: usize) -> crate::versus::Plan {
     crate::versus::Plan {
+        seconds: run.seconds,
+        tasks: run.counts,
+        runs,
+    }
+}
+
+/// The `redisson` plan of `run`, `runs` times.
+pub(crate) fn redisson(run: Run, runs: usize) -> crate::redisson::Plan {
+    crate::redisson::Plan {
         seconds: run.seconds,
         tasks: run.counts,
         runs,
@@ -335,6 +369,14 @@ mod tests {
             Some(Bench::Versus { seconds: 1, counts, runs: 5 }) if counts == [16]
         ));
         assert!(matches!(
+            parse(&["redisson"]),
+            Some(Bench::Redisson { seconds: 3, counts, runs: 3 }) if counts == [1, 16, 256]
+        ));
+        assert!(matches!(
+            parse(&["redisson", "2", "16", "--runs", "1"]),
+            Some(Bench::Redisson { seconds: 2, counts, runs: 1 }) if counts == [16]
+        ));
+        assert!(matches!(
             parse(&["scriptcost"]),
             Some(Bench::Scriptcost {
                 pairs: 200_000,
@@ -353,6 +395,7 @@ mod tests {
             &["redlock", "5", "0"],
             &["redlock", "--runs", "0"],
             &["versus", "--runs", "0"],
+            &["redisson", "--runs", "0"],
             &["unknown"],
         ] {
             let argv = std::iter::once("redlease-bench").chain(bad.iter().copied());
@@ -363,7 +406,7 @@ mod tests {
     #[test]
     fn all_gives_every_measurement_the_given_seconds_and_counts() {
         let plan = all(Some(1), &[7]);
-        assert_eq!(plan.len(), 8, "{plan:?}");
+        assert_eq!(plan.len(), 9, "{plan:?}");
         for measurement in &plan {
             match measurement {
                 Measurement::Compare(run)
@@ -374,6 +417,10 @@ mod tests {
                     assert_eq!((run.seconds, run.counts.as_slice()), (1, &[7][..]));
                 }
                 Measurement::Versus(plan) => {
+                    assert_eq!((plan.seconds, plan.tasks.as_slice()), (1, &[7][..]));
+                    assert_eq!(plan.runs, 3);
+                }
+                Measurement::Redisson(plan) => {
                     assert_eq!((plan.seconds, plan.tasks.as_slice()), (1, &[7][..]));
                     assert_eq!(plan.runs, 3);
                 }

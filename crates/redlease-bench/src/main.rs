@@ -7,6 +7,7 @@
 //! cargo run --release -p redlease-bench                      # everything
 //! cargo run --release -p redlease-bench -- compare [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- versus [SECONDS] [TASKS...] [--runs N]
+//! cargo run --release -p redlease-bench -- redisson [SECONDS] [TASKS...] [--runs N]
 //! cargo run --release -p redlease-bench -- scriptcost [PAIRS] [--runs N]
 //! cargo run --release -p redlease-bench -- throughput [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- handoff [SECONDS] [WAITERS...]
@@ -31,6 +32,7 @@ mod fairness;
 mod handoff;
 mod peer;
 mod probe;
+mod redisson;
 mod redlock;
 mod roundtrips;
 mod scale;
@@ -63,6 +65,14 @@ async fn main() -> ExitCode {
             counts,
             runs,
         } => vec![Measurement::Versus(cli::versus(
+            Run { seconds, counts },
+            runs,
+        ))],
+        Bench::Redisson {
+            seconds,
+            counts,
+            runs,
+        } => vec![Measurement::Redisson(cli::redisson(
             Run { seconds, counts },
             runs,
         ))],
@@ -166,6 +176,11 @@ async fn measure(plan: Vec<Measurement>) {
                 std::fs::create_dir_all(&chart_dir).expect("create target/bench");
                 let manifest = workspace().join(peer::MANIFEST);
                 versus::run(&server, &plan, &manifest, Some(&chart_dir)).await;
+            }
+            Measurement::Redisson(plan) => {
+                let manifest = workspace().join(peer::MANIFEST);
+                let java = redisson::java_driver(&workspace());
+                redisson::run(&server, &plan, &manifest, &java).await;
             }
             Measurement::Scriptcost { pairs, runs } => scriptcost::run(&server, pairs, runs),
             Measurement::Throughput(run) => {

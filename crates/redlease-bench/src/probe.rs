@@ -130,13 +130,25 @@ pub(crate) fn server_cpu(conn: &mut redis::Connection) -> f64 {
 /// `/proc/self/stat` (`utime` and `stime`, in clock ticks).
 pub(crate) fn cpu_time() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    stat_cpu_time(&stat).expect("stat format")
+}
+
+/// [`cpu_time`] of another process, `pid` (a peer's driver); `None` once
+/// it is gone.
+pub(crate) fn process_cpu_time(pid: u32) -> Option<Duration> {
+    stat_cpu_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// `utime` plus `stime` of a `/proc/<pid>/stat` line.
+fn stat_cpu_time(stat: &str) -> Option<Duration> {
     // The command name, in parentheses, may contain spaces: count fields
     // after it. Field 3 (state) is the first, utime is 14, stime 15.
-    let rest = &stat[stat.rfind(')').expect("stat format") + 1..];
+    let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_secs_f64(
+        ticks as f64 / clock_ticks_per_second(),
+    ))
 }
 
 /// `sysconf(_SC_CLK_TCK)`, asked of `getconf` (100 on Linux in practice).
