@@ -249,7 +249,7 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan, manifest: &Path, java
     );
 }
 
-/// Everything measured on the server, for [`print`].
+/// Everything measured on the server, for [`print()`].
 struct Measured {
     subjects: Vec<Subject>,
     cells: Cells,
