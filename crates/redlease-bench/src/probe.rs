@@ -179,12 +179,17 @@ pub(crate) fn memory(field: &str) -> u64 {
 /// `NOSCRIPT` (and pays a reload round trip).
 pub(crate) fn load_scripts(conn: &mut redis::Connection) {
     for (_, _, source) in redlease::lua_scripts() {
-        let _: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(conn)
-            .expect("SCRIPT LOAD");
+        load_script(conn, source);
     }
+}
+
+/// Loads `source` (`SCRIPT LOAD`) and returns its SHA1, for `EVALSHA`.
+pub(crate) fn load_script(conn: &mut redis::Connection, source: &str) -> String {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(source)
+        .query(conn)
+        .expect("SCRIPT LOAD")
 }
 
 /// Takes and releases `name` once: the client's connections are up and the

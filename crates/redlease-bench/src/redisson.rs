@@ -502,15 +502,8 @@ fn incr_cost(server: &RedisServer) -> (f64, f64) {
     let counters: Vec<String> = (0..COUNTERS)
         .map(|k| redlease::layout::token_key(&format!("bench:redisson:incr:{k}")))
         .collect();
-    let load = |conn: &mut redis::Connection, source: &str| -> String {
-        redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(conn)
-            .expect("SCRIPT LOAD")
-    };
-    let with_incr = load(&mut conn, "return redis.call('incr', KEYS[1])");
-    let empty = load(&mut conn, "return 1");
+    let with_incr = probe::load_script(&mut conn, "return redis.call('incr', KEYS[1])");
+    let empty = probe::load_script(&mut conn, "return 1");
     let mut cost = |call: &dyn Fn(&str) -> redis::Cmd| {
         let before = probe::server_cpu(&mut conn);
         let mut done = 0;

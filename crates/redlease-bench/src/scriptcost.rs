@@ -102,27 +102,18 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
 /// Prints a table of `rows` measured on `server`.
 fn measure_all(server: &RedisServer, pairs: usize, runs: usize, rows: &[(&str, Pair)]) {
     let mut conn = server.connection();
-    let load = |conn: &mut redis::Connection, source: &str| -> String {
-        redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .query(conn)
-            .expect("SCRIPT LOAD")
-    };
     // redlease's own scripts, and the references.
-    for (_, _, source) in redlease::lua_scripts() {
-        load(&mut conn, source);
-    }
+    probe::load_scripts(&mut conn);
     let string_release = redlease::lua_scripts()
         .into_iter()
         .find(|(name, _, _)| *name == "string_release")
         .map(|(_, sha, _)| sha.to_owned())
         .expect("the string layout's release script");
     let shas = Shas {
-        rslock: load(&mut conn, RSLOCK_RELEASE),
-        empty_acquire: load(&mut conn, EMPTY_ACQUIRE),
-        empty_release: load(&mut conn, EMPTY_RELEASE),
-        lua_string_acquire: load(&mut conn, LUA_STRING_ACQUIRE),
+        rslock: probe::load_script(&mut conn, RSLOCK_RELEASE),
+        empty_acquire: probe::load_script(&mut conn, EMPTY_ACQUIRE),
+        empty_release: probe::load_script(&mut conn, EMPTY_RELEASE),
+        lua_string_acquire: probe::load_script(&mut conn, LUA_STRING_ACQUIRE),
         string_release,
     };
     println!(
