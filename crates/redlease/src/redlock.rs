@@ -31,8 +31,9 @@ const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 ///
 /// Acquire requests go to every master at once, each bounded by a
 /// per-master timeout, and the outcome is known as soon as a majority
-/// granted it or can no longer grant it; whatever was granted is released
-/// when the acquire fails. After a success the requests still in flight go
+/// granted it or can no longer grant it. When the acquire fails, the
+/// masters still to answer are heard out (within their timeout) and every
+/// grant is released before the busy answer. After a success the requests still in flight go
 /// on in the background (each within its timeout), and every master that
 /// grants it late joins the guard, as the Redlock algorithm keeps every
 /// grant it gets: the lock is then held by as many masters as would grant
@@ -334,9 +335,16 @@ impl RedLock {
                 }))
             }
             _ => {
-                // Masters still to answer: their acquires are withdrawn when
-                // dropped (a grant arriving now is released behind it).
-                drop(pending);
+                // Masters still to answer are heard out (each within its
+                // timeout) and whatever they grant is released with the
+                // rest, before the busy answer: the Redlock algorithm
+                // releases on every master, and a caller told "busy" must
+                // not find a minority still held behind it.
+                while let Some(outcome) = pending.next().await {
+                    if let Ok(Ok(Attempt::Acquired(guard))) = outcome {
+                        granted.push(guard);
+                    }
+                }
                 release_all(granted).await;
                 Ok(None)
             }
@@ -348,8 +356,8 @@ impl RedLock {
 /// background, and hands each late grant to the guard through the channel
 /// returned; `None` when every master already answered.
 ///
-/// The guard closes the channel when it is unlocked or dropped: the task
-/// then drops the acquires still in flight, which withdraws them, and a
+/// `unlock` reads the channel to its end. A dropped guard closes it: the
+/// task then drops the acquires still in flight, which withdraws them, and a
 /// grant it can no longer hand over is dropped, which releases it
 /// (owner-checked, in the background), so nothing stays held behind a
 /// guard that is gone.
@@ -400,8 +408,8 @@ async fn release_all(granted: Vec<LockGuard>) {
 /// still in flight, within the per-master timeout) join the guard as they
 /// do: [`masters`](RedLockGuard::masters) counts them, and
 /// [`extend`](RedLockGuard::extend), [`unlock`](RedLockGuard::unlock) and
-/// Drop cover them. A grant that arrives after the guard was unlocked or
-/// dropped is released at once, in the background.
+/// Drop cover them. A grant that arrives after the guard was dropped is
+/// released at once, in the background.
 ///
 /// Dropping the guard without `unlock` releases it on every master in the
 /// background, as a dropped [`LockGuard`] does, and withdraws the requests
@@ -646,8 +654,8 @@ impl RedLockGuard {
     }
 
     /// Releases the lock on every master that holds it, late grants
-    /// included; requests still in flight are withdrawn, and a grant that
-    /// arrives after this is released in the background.
+    /// included: requests still in flight are awaited first (each within
+    /// the master timeout), so that when it returns no master holds it.
     ///
     /// # Errors
     ///
@@ -656,7 +664,7 @@ impl RedLockGuard {
     /// # Cancel safety
     ///
     /// Dropping the future drops the masters' guards, which release in the
-    /// background.
+    /// background, and withdraws the requests still in flight.
     ///
     /// # Examples
     ///
@@ -676,12 +684,15 @@ impl RedLockGuard {
     /// # }
     /// ```
     pub async fn unlock(mut self) -> Result<(), Error> {
-        if let Some(late) = &mut self.late {
-            // Closed first, so that no grant can come in after the last one
-            // taken here: those the background task still gets it releases.
-            late.close();
+        if let Some(mut late) = self.late.take() {
+            // The requests still in flight are heard out (each within its
+            // timeout; the channel ends with the last), so that a late grant
+            // is released here too: once `unlock` returns, no master holds
+            // the lock for this guard.
+            while let Some(guard) = late.recv().await {
+                self.guards.push(guard);
+            }
         }
-        self.take_late_grants();
         let mut first = None;
         for result in join_all(self.guards.into_iter().map(LockGuard::unlock)).await {
             if let Err(e) = result {

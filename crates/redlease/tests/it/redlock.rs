@@ -228,12 +228,14 @@ async fn a_slow_master_does_not_delay_the_acquire_and_its_late_grant_joins_the_g
     assert!(servers.iter().all(|s| !exists(s, &name)));
 }
 
-/// A grant that arrives after the guard was unlocked, or dropped, is not
-/// left held: the slow master's request (300 ms late each way) lands after
-/// the guard is gone, takes the key there, and the key is released behind
-/// it.
+/// A late grant is never left held: `unlock` hears the slow master out
+/// (its request is 300 ms late each way) and releases its grant before it
+/// returns; after a drop, the grant that lands behind the gone guard is
+/// released in the background. Regression (CI of #26): `unlock` used to
+/// withdraw the request and return at once, and a loaded machine found the
+/// late grant still held right after.
 #[tokio::test]
-async fn a_late_grant_after_unlock_or_drop_is_released() {
+async fn a_late_grant_is_released_by_unlock_and_after_a_drop() {
     let (delay, timeout) = (Duration::from_millis(300), Duration::from_secs(2));
     for unlock in [true, false] {
         let name = unique("redlock-after");
@@ -241,10 +243,19 @@ async fn a_late_grant_after_unlock_or_drop_is_released() {
         let g = redlock.try_lock().await.unwrap();
         assert_eq!(g.masters(), 2);
         if unlock {
+            let started = Instant::now();
             g.unlock().await.unwrap();
-        } else {
-            drop(g);
+            assert!(
+                started.elapsed() >= delay,
+                "unlock returned before the slow master answered"
+            );
+            assert!(
+                servers.iter().all(|s| !exists(s, &name)),
+                "a master still held it when unlock returned"
+            );
+            continue;
         }
+        drop(g);
         let late = eventually(Duration::from_secs(3), || exists(&servers[0], &name));
         assert!(late.await.is_some(), "the late request never arrived");
         let released = eventually(Duration::from_secs(5), || {
@@ -252,9 +263,35 @@ async fn a_late_grant_after_unlock_or_drop_is_released() {
         });
         assert!(
             released.await.is_some(),
-            "a late grant stayed held after the guard was {}",
-            if unlock { "unlocked" } else { "dropped" }
+            "a late grant stayed held after the guard was dropped"
         );
+    }
+}
+
+/// A busy answer leaves no grant behind: two masters are held by a peer,
+/// the slow one (300 ms late each way) grants its request after the other
+/// two refused, and that grant is released before `try_lock` says busy.
+/// Regression (CI of #26): the busy answer used to come at once, with the
+/// slow master's grant landing behind it and held until a release that
+/// followed it through the same slow link.
+#[tokio::test]
+async fn a_busy_answer_leaves_no_grant_behind() {
+    let (delay, timeout) = (Duration::from_millis(300), Duration::from_secs(2));
+    let name = unique("redlock-busy");
+    let (servers, _proxy, redlock) = slow_first_master(&name, delay, timeout).await;
+    let mut peer = Vec::new();
+    for client in clients(&servers[1..]).await {
+        peer.push(client.lock(&name).try_lock().await.unwrap());
+    }
+    let started = Instant::now();
+    let e = redlock.try_lock().await.unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    assert!(!exists(&servers[0], &name), "held when busy was answered");
+    // Past the moment the slow master's copy of the request landed.
+    tokio::time::sleep_until((started + delay + Duration::from_millis(100)).into()).await;
+    assert!(!exists(&servers[0], &name), "the slow master's grant was left held");
+    for guard in peer {
+        guard.unlock().await.unwrap();
     }
 }
 
