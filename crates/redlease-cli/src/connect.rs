@@ -63,6 +63,13 @@ impl Target {
         Target { tls, ..self }
     }
 
+    /// Refuses a URL that the library would not read (an unknown scheme,
+    /// no host, a port or database out of range), before anything
+    /// connects: the message, naming the forms read, is for a usage error.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        redlease::url::check(&self.url).map_err(|e| self.scrub(&e.to_string()))
+    }
+
     /// The URL with its password replaced by `***`.
     pub(crate) fn redacted(&self) -> String {
         redlease::url::redact(&self.url)
@@ -180,9 +187,12 @@ impl Target {
     /// password refused or missing, where to fix it.
     fn failed(&self, e: &dyn std::fmt::Display) -> String {
         let e = e.to_string();
-        let hint = match is_credentials(&e) {
-            true => CHECK_CREDENTIALS,
-            false => "",
+        let hint = if is_credentials(&e) {
+            CHECK_CREDENTIALS
+        } else if e.contains("DB index is out of range") || e.contains("value is out of range") {
+            NO_SUCH_DATABASE
+        } else {
+            ""
         };
         self.scrub(&format!(
             "cannot connect to redis at {}: {e}{hint}",
@@ -193,6 +203,10 @@ impl Target {
 
 /// Where a refused or missing password is fixed.
 const CHECK_CREDENTIALS: &str = " (check the URL or REDIS_URL)";
+
+/// What a server's refusal of the URL's database means.
+const NO_SUCH_DATABASE: &str = " (the server has no database of the url's number: it has as many \
+    as its `databases` setting, 16 by default, numbered from 0)";
 
 /// Whether a library error's message is about the password (its one
 /// authentication wording), not an ACL denial.

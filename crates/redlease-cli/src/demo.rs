@@ -100,6 +100,13 @@ pub(crate) async fn main(
     sentinel_password: Option<String>,
     args: DemoArgs,
 ) -> ExitCode {
+    // A URL the library would not read is a usage error, as in the other
+    // subcommands; --private ignores the URL.
+    if let Some(url) = url.as_deref().filter(|_| !args.private)
+        && let Err(message) = Target::new(url.to_owned()).check()
+    {
+        return crate::usage_error("demo", message);
+    }
     if let Err(usage) = check_cluster_url(url.as_deref(), &args) {
         return usage;
     }

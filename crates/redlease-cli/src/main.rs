@@ -85,8 +85,9 @@ exit codes:
   0    success
   1    an error (redis unreachable, refused, bad data, ...); the message
        says which. unlock: also nothing to remove, or not confirmed
-  2    usage error (bad option, bad duration, missing CMD, a --tls-*
-       file that cannot be read, --tls-* with a plain url)
+  2    usage error (bad option, bad duration, missing CMD, a url that
+       is none of the forms of --url, a --tls-* file that cannot be
+       read, --tls-* with a plain url)
   run: the command's own exit status (128+N if it died of signal N),
        75 when the lock stayed busy for --wait (see --conflict-exit-code),
        76 when the lock was lost and the command stopped (see
@@ -160,7 +161,7 @@ impl Command {
 }
 
 /// The target of `--url` (or the default) with the TLS files and the
-/// sentinels' password; TLS files with a URL that is not a TLS one, or a
+/// sentinels' password; a URL the library would not read, TLS files with a URL that is not a TLS one, or a
 /// sentinel password with one that is not a sentinel URL, are a usage
 /// error, never ignored.
 fn with_tls(
@@ -171,6 +172,9 @@ fn with_tls(
 ) -> Result<connect::Target, ExitCode> {
     let url = url_or_default(url);
     let target = connect::Target::new(url);
+    target
+        .check()
+        .map_err(|message| usage_error(subcommand, message))?;
     check_tls_url(subcommand, &target, &tls)?;
     if sentinel_password.is_some() && !target.is_sentinel() {
         return Err(usage_error(

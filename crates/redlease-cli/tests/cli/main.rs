@@ -3,6 +3,7 @@
 mod acl;
 mod audit;
 mod authentication;
+mod bad_url;
 mod busy_message;
 mod cluster;
 mod demo;

@@ -66,7 +66,16 @@ pub(crate) fn parse(url: &str, tls: &TlsOptions, sentinel: &SentinelAuth) -> Res
     if let Some(seeds) = cluster_seeds(url)? {
         return cluster(url, seeds, certs);
     }
-    let info = url.into_connection_info().map_err(invalid)?;
+    let info = url
+        .into_connection_info()
+        .map_err(|e| unreadable(url, &e))?;
+    let db = info.redis_settings().db();
+    if !(0..=i64::from(i32::MAX)).contains(&db) {
+        return Err(Error::invalid(format!(
+            "invalid redis url {:?}: {DATABASE}, but found {db}",
+            redact(url)
+        )));
+    }
     let settings = info
         .redis_settings()
         .clone()
@@ -78,6 +87,91 @@ pub(crate) fn parse(url: &str, tls: &TlsOptions, sentinel: &SentinelAuth) -> Res
         _ => redis::Client::open(info),
     };
     Ok(Target::Single(Box::new(client.map_err(invalid)?)))
+}
+
+/// The URL forms [`parse`] reads, for the message about a URL that is none
+/// of them.
+const FORMS: &str = "redis://[user:password@]host[:port][/db], rediss://... (TLS), \
+    redis-cluster://host:port[,host:port...], rediss-cluster://..., \
+    redis-sentinel://host[:port][,host[:port]...][/db]#master or rediss-sentinel://...";
+
+/// What a database in a URL may be: Redis takes up to `i32::MAX`
+/// databases (its `databases` setting, 16 by default).
+const DATABASE: &str = "the database (after the host's `/`) is a number from 0 to 2147483647, \
+    below the server's `databases` setting (16 by default: 0 to 15)";
+
+/// The schemes redis-rs reads for one node (with `valkey`, `valkeys` and
+/// the `unix` socket forms, which [`FORMS`] leaves out as rarely wanted).
+const NODE_SCHEMES: [&str; 7] = [
+    "redis://",
+    "rediss://",
+    "valkey://",
+    "valkeys://",
+    "unix://",
+    "redis+unix://",
+    "valkey+unix://",
+];
+
+/// The error for a one-node URL that redis-rs could not read, in plain
+/// words where redis-rs's are terse ("Redis URL did not parse").
+fn unreadable(url: &str, e: &redis::RedisError) -> Error {
+    let why = if !NODE_SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+        let scheme = match url.split_once("://") {
+            Some((scheme, _)) => format!("the scheme {scheme}:// is not one redlease reads"),
+            None => "it has no scheme".to_owned(),
+        };
+        format!("{scheme}; the forms are {FORMS}")
+    } else {
+        // redis-rs's descriptions, which its errors print first.
+        let message = e.to_string();
+        if message.starts_with("Invalid database number") {
+            format!("{DATABASE}, but found {:?}", database(url))
+        } else if message.starts_with("Missing hostname") {
+            "it has no host".to_owned()
+        } else if message.starts_with("Redis URL did not parse") {
+            "it is not a URL (a host, then a port from 0 to 65535)".to_owned()
+        } else {
+            message
+        }
+    };
+    Error::invalid(format!("invalid redis url {:?}: {why}", redact(url)))
+}
+
+/// The path of a one-node URL, after its host's `/`, as written: its
+/// database.
+fn database(url: &str) -> &str {
+    let start = userinfo(url).map_or_else(|| url.find("://").map_or(0, |i| i + 3), |(_, end)| end);
+    let rest = &url[start..];
+    let rest = rest.find('/').map_or("", |slash| &rest[slash + 1..]);
+    rest.split(['?', '#']).next().unwrap_or_default()
+}
+
+/// Checks `url` as [`Client::connect`](crate::Client::connect) reads it,
+/// without connecting: its scheme, host, port and database; for a cluster,
+/// its seed nodes; for Sentinel, the master's name. For a tool to refuse a
+/// bad URL before it starts anything (the `redlease` CLI does).
+///
+/// # Errors
+///
+/// An error for which [`is_invalid_argument`](Error::is_invalid_argument)
+/// is true, saying what is wrong and, for an unknown scheme, naming the
+/// forms that are read; its message hides the password.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::url::check;
+///
+/// assert!(check("redis://app:pw@127.0.0.1:6379/2").is_ok());
+/// assert!(check("redis-cluster://a:7000,b:7001").is_ok());
+/// let e = check("http://127.0.0.1:6379").unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// assert!(e.to_string().contains("redis-cluster://"), "{e}");
+/// let e = check("redis://127.0.0.1:6379/first").unwrap_err();
+/// assert!(e.to_string().contains("a number from 0"), "{e}");
+/// ```
+pub fn check(url: &str) -> Result<(), Error> {
+    parse(url, &TlsOptions::default(), &SentinelAuth::default()).map(|_| ())
 }
 
 /// Returns true if and only if `url` has a TLS scheme (`rediss://`,
@@ -388,6 +482,53 @@ mod tests {
             assert!(e.to_string().contains("need a rediss://"), "{e}");
             assert!(!e.to_string().contains("secret"), "{e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_scheme_is_named_with_the_forms_read() {
+        for url in ["http://u:secret@x", "x:6379", "redis-clusters://a:1"] {
+            let e = check(url).unwrap_err();
+            assert!(e.is_invalid_argument(), "{url}: {e}");
+            let message = e.to_string();
+            for form in [
+                "redis://",
+                "rediss://",
+                "redis-cluster://",
+                "redis-sentinel://",
+            ] {
+                assert!(message.contains(form), "{url}: {message}");
+            }
+            assert!(!message.contains("secret"), "{message}");
+            assert!(!message.contains("InvalidClientConfig"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_database_out_of_range_says_so() {
+        for url in [
+            "redis://h/first",
+            "redis://h:1/-1",
+            "redis://h:1/2147483648",
+            "redis://h/1/2",
+        ] {
+            let e = check(url).unwrap_err();
+            assert!(e.is_invalid_argument(), "{url}: {e}");
+            assert!(
+                e.to_string().contains("a number from 0 to 2147483647"),
+                "{url}: {e}"
+            );
+        }
+        let e = check("redis://u:pw@h:1/first?x=1").unwrap_err().to_string();
+        assert!(e.ends_with("but found \"first\""), "{e}");
+        assert!(check("redis://h:1/15").is_ok());
+        assert!(check("redis://h:1/2147483647").is_ok());
+    }
+
+    #[test]
+    fn a_port_out_of_range_is_not_a_url() {
+        let e = check("redis://h:99999").unwrap_err();
+        assert!(e.to_string().contains("not a URL"), "{e}");
+        assert!(!e.to_string().contains("InvalidClientConfig"), "{e}");
     }
 
     #[test]
