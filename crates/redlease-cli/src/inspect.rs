@@ -36,9 +36,10 @@ use crate::connect::{Target, admin_hint, fail};
 /// --pattern: without it such keys are counted with those that are not
 /// locks). A string that is no integer is a lock of the string layout
 /// (`run --layout string`, or a SET NX lock of redis-py, rslock, redsync or
-/// a hand-written script), shown as a `string-lock` with its owner (the
-/// value: bytes that are not UTF-8 as \xNN, cut after 128 bytes) and ttl,
-/// and without ttl as a problem; without --pattern only those with a
+/// a hand-written script), shown as a lock, `lock:string` (JSON kind
+/// `string_lock`), with its owner (the value: bytes that are not UTF-8 as
+/// \xNN, cut after 128 bytes) and ttl, and without ttl as a problem;
+/// `unlock --force` removes it as a lock; without --pattern only those with a
 /// fencing counter (taken or tried by redlease) are listed, the others
 /// counted with the keys that are not locks, since most strings are the
 /// application's own data. Reads only (no scripts), so it also works on a

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use redlease::admin;
-use redlease::layout::{self, LockState};
+use redlease::layout::{self, LockState, StateKind};
 
 use crate::connect::{LayoutArg, Target, admin_hint, fail};
 use crate::duration;
@@ -14,12 +14,16 @@ use crate::duration;
 ///
 /// Shows the lock (owners, hold counts, time to live, fair-lock waiters)
 /// and asks for confirmation on the terminal unless --yes; without a
-/// terminal it refuses. The removal is one atomic script: the lock hash is
-/// deleted, the unlock message is published on its channel so waiters try
-/// at once, and fair-queue entries of gone waiters are dropped. A holder
-/// that is still alive loses the lock (redlease holders notice at their
-/// next renewal); use it for locks whose holder is gone. Exits 1 when
-/// nothing was removed.
+/// terminal it refuses. A lock is a hash (Redisson's layout) or a string
+/// that is no integer (the string layout: `run --layout string`, or a SET
+/// NX lock of another library), its value the owner. The removal is one
+/// atomic script, and only of what was shown: a lock taken by another
+/// owner meanwhile (other hash fields, another string value) is left
+/// alone. The lock key is deleted, the unlock message is published on its
+/// channel so waiters try at once, and fair-queue entries of gone waiters
+/// are dropped. A holder that is still alive loses the lock (redlease
+/// holders notice at their next renewal); use it for locks whose holder is
+/// gone. Exits 1 when nothing was removed.
 #[derive(Debug, clap::Args)]
 pub(crate) struct UnlockArgs {
     /// Required: removes the lock without checking its owner.
@@ -28,8 +32,8 @@ pub(crate) struct UnlockArgs {
     /// Does not ask for confirmation.
     #[arg(long, short = 'y')]
     yes: bool,
-    /// Also deletes KEY when it is not a lock hash (a `SET NX` string lock,
-    /// for example).
+    /// Also deletes KEY when it is not a lock (a string integer such as a
+    /// semaphore's permits, a list, a set), still only as it was shown.
     #[arg(long)]
     any_type: bool,
     /// The lock's name, which is its Redis key.
@@ -56,8 +60,9 @@ pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
     }
     if !before.is_lock() && before.key_type != "none" && !args.any_type {
         return fail(&format!(
-            "{:?} holds a {}, not a lock hash; nothing removed (--any-type deletes it anyway)",
-            args.key, before.key_type
+            "{:?} holds {}, not a lock; nothing removed (--any-type deletes it anyway)",
+            args.key,
+            holds(&before)
         ));
     }
     if !args.yes {
@@ -79,7 +84,7 @@ pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
     if removed.changed {
         eprint!("{}", describe(&removed, "now found"));
         return fail(&format!(
-            "{:?} changed since it was read (other owners or type); nothing removed, run again to see it",
+            "{:?} changed since it was read (another owner, value or type); nothing removed, run again to see it",
             args.key
         ));
     }
@@ -93,6 +98,18 @@ pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
     }
     print!("{}", describe(&removed, "removed"));
     ExitCode::SUCCESS
+}
+
+/// What a key that is no lock holds, for the refusal.
+fn holds(state: &LockState) -> String {
+    match state.key_type.as_str() {
+        "string" if state.is_counter() => {
+            "a string integer (a semaphore's permits, a latch's count or another counter)"
+                .to_owned()
+        }
+        "hash" | "string" => format!("a {} of another shape", state.key_type),
+        other => format!("a {other}"),
+    }
 }
 
 /// Asks on the terminal; anything but `y` or `yes` (or no terminal) refuses.
@@ -120,11 +137,13 @@ fn describe(state: &LockState, verb: &str) -> String {
         ms if ms >= 0 => format!("ttl {}", duration::human(Duration::from_millis(ms as u64))),
         _ => "absent".to_owned(),
     };
+    let string_lock = state.kind() == StateKind::StringLock;
     let what = match (&state.mode, state.key_type.as_str()) {
         (Some(mode), _) => format!("read-write lock ({mode} mode)"),
         (None, "hash") => "lock".to_owned(),
+        (None, "string") if string_lock => "lock (string layout)".to_owned(),
         (None, "none") => "no lock key".to_owned(),
-        (None, other) => format!("{other} key, not a lock hash"),
+        (None, other) => format!("{other} key, not a lock"),
     };
     let removing = verb == "removed";
     let verb = if state.removed || !removing {
@@ -138,6 +157,10 @@ fn describe(state: &LockState, verb: &str) -> String {
             "  owner {}  count {}\n",
             holder.field, holder.value
         ));
+    }
+    // A string lock's owner is its value (escaped); it keeps no count.
+    if let Some(owner) = state.string_owner() {
+        out.push_str(&format!("  owner {owner}\n"));
     }
     if state.removed {
         out.push_str(&format!(

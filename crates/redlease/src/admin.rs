@@ -42,7 +42,7 @@ use crate::scripts::admin::{ForceUnlocked, Removal, force_unlock as call};
 /// let guard = client.lock("doc:admin:state").try_lock().await?;
 /// let state = admin::lock_state(&client, "doc:admin:state").await?;
 /// assert_eq!(state.owners()[0].field, guard.owner());
-/// assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+/// assert_eq!(state.lock_token(), guard.fencing_token());
 /// guard.unlock().await?;
 /// # Ok(())
 /// # }
@@ -51,9 +51,12 @@ pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error>
     run(client, name, Removal::Peek, None).await
 }
 
-/// Removes lock `name` whatever its owner, when it is a hash (a lock), and
-/// announces the release so waiters try at once: `0` on [`layout::channel`](crate::layout::channel) for
-/// plain waiters, `1` on [`layout::rwlock_channel`](crate::layout::rwlock_channel) for a read-write lock, and to
+/// Removes lock `name` whatever its owner, when it is a lock: a hash
+/// (Redisson's layout), or a lock of the string layout (a string whose
+/// value is not a count, see [`LockState::kind`] and
+/// [`LockState::is_lock`]). It announces the release so waiters try at
+/// once: `0` on [`layout::channel`](crate::layout::channel) for plain and
+/// string-layout waiters, `1` on [`layout::rwlock_channel`](crate::layout::rwlock_channel) for a read-write lock, and to
 /// the head of a fair queue on its own channel. Queue entries of gone
 /// waiters are removed too (also when the lock key is absent: a stuck
 /// queue); live waiters keep their places. The fencing counter stays, so
@@ -67,8 +70,9 @@ pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error>
 /// left to expire on their own.
 ///
 /// Returns the state found before the removal: [`LockState::removed`] says
-/// whether the key was deleted. A key of another type is left alone and
-/// reported (see [`force_unlock_any_type`]). The holder, if alive, learns of
+/// whether the key was deleted. Any other key (a semaphore's or a latch's
+/// count, a list, ...) is left alone and reported (see
+/// [`force_unlock_any_type`]). The holder, if alive, learns of
 /// the loss at its next renewal ([`LostReason::OwnerChanged`](crate::LostReason::OwnerChanged)).
 ///
 /// # Errors
@@ -99,11 +103,12 @@ pub async fn lock_state(client: &Client, name: &str) -> Result<LockState, Error>
 /// # }
 /// ```
 pub async fn force_unlock(client: &Client, name: &str) -> Result<LockState, Error> {
-    run(client, name, Removal::Hash, None).await
+    run(client, name, Removal::Lock, None).await
 }
 
-/// As [`force_unlock`], but deletes the key whatever its type, for locks
-/// written by other tools (a `SET NX` string, for example).
+/// As [`force_unlock`], but deletes the key whatever its type or value, for
+/// keys that are no lock by [`force_unlock`]'s rule (a string integer, a
+/// list, a big hash).
 ///
 /// # Errors
 ///
@@ -123,10 +128,10 @@ pub async fn force_unlock(client: &Client, name: &str) -> Result<LockState, Erro
 ///
 /// let client = redlease::Client::connect(&url).await?;
 /// let mut redis = redlease_testkit::RedisServer::shared().connection();
-/// // A lock another tool took with `SET key owner NX`:
-/// redis::cmd("SET").arg("doc:admin:any-type").arg("cron-7").query::<()>(&mut redis)?;
+/// // A counter where a lock was expected:
+/// redis::cmd("SET").arg("doc:admin:any-type").arg("7").query::<()>(&mut redis)?;
 /// let found = admin::force_unlock(&client, "doc:admin:any-type").await?;
-/// assert!(!found.removed && found.key_type == "string"); // not a hash: left alone
+/// assert!(!found.removed && found.key_type == "string"); // a count, no lock: left alone
 /// let found = admin::force_unlock_any_type(&client, "doc:admin:any-type").await?;
 /// assert!(found.removed);
 /// # Ok(())
@@ -137,11 +142,16 @@ pub async fn force_unlock_any_type(client: &Client, name: &str) -> Result<LockSt
 }
 
 /// As [`force_unlock`] (or [`force_unlock_any_type`] when `any_type`), but
-/// only if the key still is as `seen` shows it: the same type and the same
-/// owner fields (hold counts may differ). Otherwise nothing is changed and
-/// [`LockState::changed`] is true. For a removal an operator confirmed
-/// after looking at [`lock_state`]: a lock released and taken by a live
-/// holder in between is not removed.
+/// only if the key still is as `seen` shows it: the same type, the same
+/// owner fields of a hash (hold counts may differ), and the same value of
+/// a string (a string-layout lock's owner, compared whole by
+/// [`LockState::value_sha1`]), checked in the same script as the removal.
+/// Otherwise nothing is changed and [`LockState::changed`] is true. For a
+/// removal an operator confirmed after looking at [`lock_state`]: a lock
+/// released and taken by a live holder in between, even of the same type,
+/// is not removed. `seen` must come from [`lock_state`] (or a forced
+/// unlock): a string read by [`layout::read`](crate::layout::read) has no
+/// digest, so it always counts as changed.
 ///
 /// # Errors
 ///
@@ -178,7 +188,7 @@ pub async fn force_unlock_if_unchanged(
     let removal = if any_type {
         Removal::Any
     } else {
-        Removal::Hash
+        Removal::Lock
     };
     run(client, &seen.name, removal, Some(seen)).await
 }

@@ -201,12 +201,12 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
-    /// Lock key `key` holds a value that is not a lock hash, as Redis's
-    /// `WRONGTYPE` reports it from a single acquire.
+    /// Lock key `key` holds a value that is not a lock hash (its type not
+    /// known), as a multi-lock's acquire reports it.
     pub(crate) fn not_a_lock(key: &str) -> Error {
         Error::new(
             ErrorKind::WrongType,
-            "lock key holds a value that is not a lock",
+            wrong_type_message("lock", key, None, "a lock hash"),
         )
         .with_key(key)
     }
@@ -334,7 +334,7 @@ impl Error {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// // A semaphore keeps a string where a lock keeps a hash.
-    /// client.semaphore("doc:error:wrong-type").try_set_permits(3).await?;
+    /// client.semaphore("doc:error:wrong-type").try_set_available(3).await?;
     /// let e = client.lock("doc:error:wrong-type").try_lock().await.unwrap_err();
     /// assert!(e.is_wrong_type());
     /// # Ok(())
@@ -604,7 +604,11 @@ impl From<redis::RedisError> for Error {
             },
         };
         let message = match kind {
-            ErrorKind::WrongType => "lock key holds a value that is not a lock".to_owned(),
+            // Redis does not say which key or what it holds; the primitive
+            // that knows says more ([`wrong_type_message`]).
+            ErrorKind::WrongType => {
+                "a key holds another type of value than this operation needs".to_owned()
+            }
             ErrorKind::Auth => auth_message(&err),
             ErrorKind::ReadOnly => {
                 "redis server is a read-only replica; locks must be taken on the master".to_owned()
@@ -669,6 +673,20 @@ pub(crate) fn human(d: Duration) -> String {
             }
         }
     }
+}
+
+/// What a `WRONGTYPE` means for a primitive: `what` key `key` (a "lock",
+/// a "semaphore") holds a value of the type `holds` (`TYPE`'s answer, when
+/// it was read: Redis's own error does not say) where `expected` (such as
+/// "a lock hash") belongs: `lock key "k" holds a string, not a lock hash`.
+pub(crate) fn wrong_type_message(
+    what: &str,
+    key: &str,
+    holds: Option<&str>,
+    expected: &str,
+) -> String {
+    let holds = holds.map_or_else(|| "another type of value".to_owned(), |t| format!("a {t}"));
+    format!("{what} key {} holds {holds}, not {expected}", quoted(key))
 }
 
 /// A key quoted for a message, bounded as the command line bounds it.
@@ -763,6 +781,18 @@ mod tests {
         let message = Error::busy(&key, Duration::from_millis(5)).to_string();
         let shown = format!("\"{}\u{2026}\" (10240 bytes)", "a".repeat(64));
         assert_eq!(message, format!("lock {shown} is busy (waited 5ms)"));
+    }
+
+    #[test]
+    fn wrong_types_say_what_the_key_holds() {
+        assert_eq!(
+            wrong_type_message("lock", "orders:1", Some("string"), "a lock hash"),
+            "lock key \"orders:1\" holds a string, not a lock hash"
+        );
+        assert_eq!(
+            Error::not_a_lock("orders:1").to_string(),
+            "lock key \"orders:1\" holds another type of value, not a lock hash"
+        );
     }
 
     #[test]

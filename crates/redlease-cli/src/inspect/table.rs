@@ -109,7 +109,7 @@ fn row(s: &LockState) -> [String; 7] {
         (StateKind::ExpirableSemaphore, _) => "expirable-semaphore".to_owned(),
         (StateKind::CountDownLatch, _) => "latch".to_owned(),
         (StateKind::Counter, _) => "counter".to_owned(),
-        (StateKind::StringLock, _) => "string-lock".to_owned(),
+        (StateKind::StringLock, _) => "lock:string".to_owned(),
         _ => s.key_type.clone(),
     };
     let owners = match s.kind() {
@@ -281,8 +281,8 @@ problems:
             render(&report(vec![state, forever])),
             "\
 KEY           KIND         OWNERS         TTL    AGE  QUEUE  PROBLEMS
-lock:setnx    string-lock  9b2e6c1a-uuid  20.0s  ?    -      -
-lock:forever  string-lock  9b2e6c1a-uuid  never  ?    -      no_ttl
+lock:setnx    lock:string  9b2e6c1a-uuid  20.0s  ?    -      -
+lock:forever  lock:string  9b2e6c1a-uuid  never  ?    -      no_ttl
 
 problems:
   lock:forever: no_ttl: never expires (no ttl): if its holder is gone it stays locked for ever

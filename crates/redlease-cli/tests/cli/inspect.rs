@@ -83,7 +83,7 @@ fn table_lists_locks_and_problems() {
     assert!(redisson.trim_end().ends_with('-'), "no problem: {table}");
     let setnx = row("lock:setnx");
     assert!(
-        setnx.contains("string-lock  owner-7  ") && setnx.trim_end().ends_with('-'),
+        setnx.contains("lock:string  owner-7  ") && setnx.trim_end().ends_with('-'),
         "{table}"
     );
     assert!(
@@ -215,7 +215,7 @@ fn json_has_every_field() {
 }
 
 /// A raw `SET key uuid NX PX` lock (redis-py's, rslock's, a hand-written
-/// one) is a `string-lock` with its holder and ttl; so is one taken by
+/// one) is a lock, `lock:string`, with its holder and ttl; so is one taken by
 /// `run --layout string`, which is also listed without --pattern (by its
 /// fencing counter, where another library's is counted as skipped).
 #[test]
@@ -248,7 +248,7 @@ fn string_locks_show_their_holder_and_ttl() {
     };
     let py = row("lock:py");
     assert!(
-        py.contains(&format!("string-lock  {uuid}  ")) && py.trim_end().ends_with('-'),
+        py.contains(&format!("lock:string  {uuid}  ")) && py.trim_end().ends_with('-'),
         "{table}"
     );
     assert!(row("lock:rs").contains(r"\xff\xfeA\n  "), "{table}");

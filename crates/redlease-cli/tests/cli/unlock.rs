@@ -104,14 +104,15 @@ fn without_yes_and_without_a_terminal_it_refuses() {
 fn keys_that_are_not_locks_are_left_alone_unless_asked() {
     let server = RedisServer::shared();
     let key = unique("unlock:string");
-    redis::<String>(server, &["SET", &key, "owner-7"]);
+    // A semaphore's permits, a latch's count: a string integer, no lock.
+    redis::<String>(server, &["SET", &key, "7"]);
     let out = output(
         redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
         LIMIT,
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("holds a string, not a lock hash"),
+        stderr(&out).contains("holds a string integer (a semaphore's permits"),
         "{}",
         stderr(&out)
     );
@@ -122,7 +123,7 @@ fn keys_that_are_not_locks_are_left_alone_unless_asked() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("string key, not a lock hash"),
+        stdout(&out).contains("string key, not a lock"),
         "{}",
         stdout(&out)
     );
@@ -134,6 +135,49 @@ fn keys_that_are_not_locks_are_left_alone_unless_asked() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+}
+
+/// A lock of the string layout (a `SET NX` string holding its owner, as
+/// `run --layout string`, redis-py or rslock keep it) is a lock: removed
+/// without --any-type, its owner shown, its waiters woken (#27).
+#[test]
+fn issue_27_a_string_layout_lock_is_removed_without_any_type() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:string-layout");
+    let owner = "3f1c9a52-6d0e-4b8f-a1c2-9e7d5b4a3c21:1";
+    redis::<String>(server, &["SET", &key, owner, "NX", "PX", "20000"]);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("removed lock (string layout) {key:?} (ttl ")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("  owner {owner}\n")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "published unlock on redisson_lock__channel:{{{key}}}"
+        )),
+        "{text}"
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+    // Asked without --yes, it shows the same lock before refusing.
+    redis::<String>(server, &["SET", &key, owner, "NX", "PX", "20000"]);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", &key]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(
+        text.contains(&format!("found lock (string layout) {key:?}")) && text.contains(owner),
+        "{text}"
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    redis::<i64>(server, &["DEL", &key]);
 }
 
 /// Gone waiters leave the fair queue and its deadlines; live ones stay.
@@ -182,13 +226,14 @@ fn stale_fair_queue_entries_are_removed() {
     assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
 }
 
-/// The library call behind the command deletes only lock hashes, whatever
-/// the caller checked before (the key may change in between).
+/// The library call behind the command deletes only locks (hashes and
+/// string-layout locks), whatever the caller checked before (the key may
+/// change in between).
 #[tokio::test]
 async fn admin_force_unlock_leaves_other_types_alone() {
     let server = RedisServer::shared();
     let key = unique("unlock:admin");
-    redis::<String>(server, &["SET", &key, "owner-7"]);
+    redis::<String>(server, &["SET", &key, "7"]);
     let client = redlease::Client::connect(&server.url()).await.unwrap();
     let state = redlease::admin::force_unlock(&client, &key).await.unwrap();
     assert_eq!((state.key_type.as_str(), state.removed), ("string", false));

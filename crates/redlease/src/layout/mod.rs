@@ -18,6 +18,7 @@
 mod read;
 mod state;
 
+pub(crate) use read::escape as escape_value;
 pub use read::{Scan, read, scan};
 pub use state::{
     Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,

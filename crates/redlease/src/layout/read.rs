@@ -59,7 +59,7 @@ const SCAN_BATCH: u64 = 100;
 ///
 /// let client = redlease::Client::connect(&url).await?;
 /// let guard = client.lock("doc:read:lock").try_lock().await?;
-/// client.semaphore("doc:read:semaphore").try_set_permits(3).await?;
+/// client.semaphore("doc:read:semaphore").try_set_available(3).await?;
 /// let names = ["doc:read:lock", "doc:read:semaphore", "doc:read:absent"].map(String::from);
 /// let states = layout::read(&client, &names).await?; // in the order asked
 /// assert_eq!(states[0].kind(), StateKind::Lock);
@@ -418,7 +418,7 @@ fn newest_holds(state: &LockState) -> impl Iterator<Item = (usize, i64)> + '_ {
 /// characters as Rust escapes them and `\` as `\\`, so that one value is
 /// one line and tells its bytes apart; past [`MAX_VALUE`] bytes cut, with
 /// `...`.
-fn escape(value: &[u8]) -> String {
+pub(crate) fn escape(value: &[u8]) -> String {
     let mut end = value.len().min(MAX_VALUE);
     // Not in the middle of a character, where the value is UTF-8.
     while end < value.len() && end > MAX_VALUE - 3 && value[end] & 0xc0 == 0x80 {
@@ -693,7 +693,7 @@ mod tests {
                 state.pttl_ms > 15_000 && state.pttl_ms <= 20_000,
                 "{state:?}"
             );
-            assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+            assert_eq!(state.lock_token(), guard.fencing_token());
             assert!(
                 state.age().is_some() && state.problems().is_empty(),
                 "{state:?}"

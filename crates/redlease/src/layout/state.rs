@@ -161,7 +161,7 @@ pub struct Waiter {
 ///
 /// let client = redlease::Client::connect(&url).await?;
 /// let exports = client.expirable_semaphore("doc:permit");
-/// exports.try_set_permits(2).await?;
+/// exports.try_set_total(2).await?;
 /// let permit = exports.try_acquire().await?;
 /// let state = &layout::read(&client, &["doc:permit".to_owned()]).await?[0];
 /// assert_eq!(state.permits[0].id, permit.id());
@@ -261,8 +261,9 @@ pub struct LockState {
     pub removed: bool,
     /// Returns true if and only if
     /// [`admin::force_unlock_if_unchanged`](crate::admin::force_unlock_if_unchanged)
-    /// found the key different from what it was given (another type or
-    /// other owner fields), and so changed nothing.
+    /// found the key different from what it was given (another type,
+    /// other owner fields, or another string value), and so changed
+    /// nothing.
     pub changed: bool,
     /// The fair queue: list entries in order, then deadline-only entries
     /// (by [`read`](super::read), at most the first 100 of each, and only
@@ -280,6 +281,14 @@ pub struct LockState {
     /// escaped (`\xNN`, `\n`, `\\`), and cut after 128 bytes (then ending
     /// in `...`).
     pub value: Option<String>,
+    /// The SHA-1 (lowercase hex) of a string key's whole value, as
+    /// [`admin::lock_state`](crate::admin::lock_state) and the forced
+    /// unlocks read it (not [`read`](super::read), which sends no script):
+    /// what
+    /// [`admin::force_unlock_if_unchanged`](crate::admin::force_unlock_if_unchanged)
+    /// compares, so that a string lock taken by another owner since is
+    /// never removed. `None` for other types, and when not read.
+    pub value_sha1: Option<String>,
     /// The acquired permits of an expirable semaphore (its
     /// [`permits_key`](super::permits_key) zset), by expiry, at most the
     /// first 100.
@@ -338,8 +347,11 @@ pub enum StateKind {
     /// ([`LockState::string_owner`]) and the key's ttl its lease, taken by
     /// redlease (`<client-id>:<n>`, with a fencing counter) or by another
     /// `SET key value NX PX` lock (redis-py, rslock, redsync, a hand-written
-    /// one). Any other string matches too: the key alone cannot tell a lock
-    /// from a cached value.
+    /// one). Any other string that is no count matches too (see
+    /// [`LockState::kind`]): the key alone cannot tell a lock from a cached
+    /// value. [`LockState::is_lock`] is true for it, and
+    /// [`admin::force_unlock`](crate::admin::force_unlock) removes it as a
+    /// lock.
     StringLock,
     /// No lock key, but a fair queue under its name.
     QueueOnly,
@@ -451,6 +463,7 @@ impl LockState {
             queue_len: 0,
             node: None,
             value: None,
+            value_sha1: None,
             permits: Vec::new(),
             permits_len: 0,
             listeners: None,
@@ -483,7 +496,11 @@ impl LockState {
             && self.permits_len == 0
     }
 
-    /// Returns true if and only if the key is a hash, the type of a lock.
+    /// Returns true if and only if the key is what
+    /// [`admin::force_unlock`](crate::admin::force_unlock) removes as a
+    /// lock: a hash (the type of Redisson's locks; [`kind`](LockState::kind)
+    /// says more), or a lock of the string layout
+    /// ([`StringLock`](StateKind::StringLock)).
     ///
     /// # Examples
     ///
@@ -494,9 +511,14 @@ impl LockState {
     /// assert!(!state.is_lock());
     /// state.key_type = "hash".to_owned();
     /// assert!(state.is_lock()); // of a lock's type; `kind` says more
+    /// state.key_type = "string".to_owned();
+    /// state.value = Some("2b1c7f9e:3".to_owned());
+    /// assert!(state.is_lock()); // a lock of the string layout
+    /// state.value = Some("4".to_owned());
+    /// assert!(!state.is_lock()); // a count: a semaphore's, a latch's
     /// ```
     pub fn is_lock(&self) -> bool {
-        self.key_type == "hash"
+        self.key_type == "hash" || self.kind() == StateKind::StringLock
     }
 
     /// What the key is: a lock only when it is a hash whose fields are all
@@ -504,9 +526,13 @@ impl LockState {
     /// integer is an expirable semaphore when it has acquired permits, a
     /// semaphore or a latch when someone listens on that one's channel, and
     /// otherwise a [`Counter`](StateKind::Counter): Redisson keeps no other
-    /// mark of which it is. Any other string whose value was read is a
+    /// mark of which it is. A string integer (a count) is a value of at
+    /// most 20 bytes: an optional `+` or `-`, then ASCII digits. Any other
+    /// string whose value was read is a
     /// [`StringLock`](StateKind::StringLock), unless it has an expirable
-    /// semaphore's permits (then it is a semaphore's broken count).
+    /// semaphore's permits (then it is a semaphore's broken count): the
+    /// same rule by which the forced unlocks of [`admin`](crate::admin)
+    /// remove it as a lock.
     ///
     /// # Examples
     ///
@@ -525,7 +551,7 @@ impl LockState {
         match self.key_type.as_str() {
             "none" if self.permits_len > 0 => StateKind::ExpirableSemaphore,
             "none" => StateKind::QueueOnly,
-            "string" if self.counter().is_some() => {
+            "string" if self.value.as_deref().is_some_and(is_count) => {
                 let listeners = self.listeners.unwrap_or_default();
                 if self.permits_len > 0 {
                     StateKind::ExpirableSemaphore
@@ -559,7 +585,7 @@ impl LockState {
     /// # async fn main() -> Result<(), redlease::Error> {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
-    /// client.semaphore("doc:counter").try_set_permits(5).await?;
+    /// client.semaphore("doc:counter").try_set_available(5).await?;
     /// let state = &redlease::layout::read(&client, &["doc:counter".to_owned()]).await?[0];
     /// assert_eq!(state.counter(), Some(5));
     /// # Ok(())
@@ -652,7 +678,7 @@ impl LockState {
     /// let client = redlease::Client::connect(&url).await?;
     /// let guard = client.lock("doc:lock-token").try_lock().await?;
     /// let state = redlease::admin::lock_state(&client, "doc:lock-token").await?;
-    /// assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+    /// assert_eq!(state.lock_token(), guard.fencing_token());
     /// guard.unlock().await?;
     /// let state = redlease::admin::lock_state(&client, "doc:lock-token").await?;
     /// assert_eq!(state.lock_token(), None); // no lock: its counter says nothing
@@ -794,6 +820,15 @@ impl LockState {
     }
 }
 
+/// Whether a string value is a count (a semaphore's permits, a latch's
+/// count, another counter) rather than a lock's owner: at most 20 bytes, an
+/// optional `+` or `-`, then one or more ASCII digits. The admin script
+/// (`scripts/admin.rs`) applies the same rule on the server.
+fn is_count(value: &str) -> bool {
+    let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
+    value.len() <= 20 && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -892,6 +927,28 @@ mod tests {
         assert!(s.problems().is_empty() && s.is_counter() && s.owners().is_empty());
         s.value = Some("x".to_owned());
         assert_eq!(kinds(&s), [ProblemKind::WrongType]);
+    }
+
+    #[test]
+    fn counts_are_short_signed_digits() {
+        for count in ["0", "7", "-3", "+5", "00012", "-9223372036854775808"] {
+            assert!(is_count(count), "{count}");
+        }
+        let long = "1".repeat(21);
+        for other in [
+            "",
+            "-",
+            "+",
+            "1.5",
+            " 7",
+            "7 ",
+            "1e3",
+            "0x10",
+            "u:1",
+            long.as_str(),
+        ] {
+            assert!(!is_count(other), "{other}");
+        }
     }
 
     #[test]

@@ -15,6 +15,16 @@ const FORCE_UNLOCK_SRC: &str = r"
 local kind = redis.call('type', KEYS[1])['ok']
 local fields = {}
 if kind == 'hash' then fields = redis.call('hgetall', KEYS[1]) end
+local permits = 0
+if redis.call('type', KEYS[7])['ok'] == 'zset' then permits = redis.call('zcard', KEYS[7]) end
+local value, digest, string_lock = '', '', false
+if kind == 'string' then
+    local whole = redis.call('get', KEYS[1])
+    value = string.sub(whole, 1, 129)
+    digest = redis.sha1hex(whole)
+    local count = #whole <= 20 and string.match(whole, '^[+-]?[0-9]+$') ~= nil
+    string_lock = not count and permits == 0
+end
 local pttl = redis.call('pttl', KEYS[1])
 local queue, stale, seen = {}, {}, {}
 local function note(owner, deadline)
@@ -46,14 +56,14 @@ end
 local changed = 0
 if ARGV[4] == 'expect' then
     local expected = {}
-    for i = 6, #ARGV do expected[ARGV[i]] = true end
-    if kind ~= ARGV[5] or #fields / 2 ~= #ARGV - 5 then changed = 1 end
+    for i = 7, #ARGV do expected[ARGV[i]] = true end
+    if kind ~= ARGV[5] or digest ~= ARGV[6] or #fields / 2 ~= #ARGV - 6 then changed = 1 end
     for i = 1, #fields, 2 do
         if not expected[fields[i]] then changed = 1 end
     end
 end
 local removed = 0
-local refused = kind ~= 'hash' and kind ~= 'none' and ARGV[2] ~= 'any'
+local refused = ARGV[2] ~= 'any' and kind ~= 'hash' and kind ~= 'none' and not string_lock
 if ARGV[2] ~= 'peek' and not refused and changed == 0 then
     if kind ~= 'none' then
         redis.call('del', KEYS[1])
@@ -76,7 +86,7 @@ if type(token) ~= 'string' then token = '' end
 local queued = 0
 if fair then queued = redis.call('llen', KEYS[3]) end
 local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-return {kind, fields, pttl, removed, queue, changed, token, now_us, queued}
+return {kind, fields, pttl, removed, queue, changed, token, now_us, queued, value, digest, permits}
 ";
 
 /// What a forced unlock may remove.
@@ -84,8 +94,9 @@ return {kind, fields, pttl, removed, queue, changed, token, now_us, queued}
 pub(crate) enum Removal {
     /// Nothing: only report.
     Peek,
-    /// The key only when it is a hash (a lock).
-    Hash,
+    /// The key only when it is a lock: a hash, or a lock of the string
+    /// layout (see [`force_unlock`]).
+    Lock,
     /// The key whatever its type.
     Any,
 }
@@ -96,15 +107,23 @@ pub(crate) enum Removal {
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel; KEYS\[3\]: its fair
 ///   queue; KEYS\[4\]: its waiter deadlines; KEYS\[5\]: Redisson's
 ///   read-write lock channel, [`layout::rwlock_channel`]; KEYS\[6\]: its
-///   fencing counter (only read).
-/// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek`, `hash` or `any`
-///   as [`Removal`]; ARGV\[3\]: the publish command (`publish` or
+///   fencing counter (only read); KEYS\[7\]: an expirable semaphore's
+///   permits under the same name, [`layout::permits_key`] (only read).
+/// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: `peek`, `lock` or
+///   `any` as [`Removal`]; ARGV\[3\]: the publish command (`publish` or
 ///   `spublish`); ARGV\[4\]: `expect` (only when `expect` is given) to
-///   change nothing unless the key still has the type ARGV\[5\] and exactly
-///   the hash fields ARGV\[6..\] (the owners an operator was shown: a lock
-///   taken over since must not be removed), or absent.
+///   change nothing unless the key still has the type ARGV\[5\], a string
+///   value whose SHA-1 is ARGV\[6\] (`''` for other types: a string seen
+///   without its digest never matches), and exactly the hash fields
+///   ARGV\[7..\] (the owners an operator was shown: a lock taken over since
+///   must not be removed), or absent.
+/// * A key is a lock, which `lock` removes, when it is a hash, or a lock of
+///   the string layout: a string whose value is not a count (an optional
+///   `+` or `-` and decimal digits, 20 bytes at most) and beside which no
+///   expirable semaphore's permits zset (KEYS\[7\]) exists; the rule of
+///   [`LockState::kind`]'s [`StringLock`](layout::StateKind::StringLock).
 /// * Returns `{type, fields, pttl, removed, queue, changed, token, now,
-///   queued}` describing the
+///   queued, value, digest, permits}` describing the
 ///   key before the call: `type` is the key's `TYPE` (`none` when absent);
 ///   `fields` is the hash as `{field, value, ...}` (empty unless a hash);
 ///   `pttl` its `PTTL`; `removed` is `1` when the key was deleted;
@@ -115,15 +134,19 @@ pub(crate) enum Removal {
 ///   the server's clock, else `0`); `changed` is `1` when ARGV\[4\] was
 ///   `expect` and the key no longer matched (nothing was changed); `token`
 ///   is the fencing counter's value (`''` when it holds none); `now` the
-///   server's clock in microseconds; `queued` the length of the queue list.
+///   server's clock in microseconds; `queued` the length of the queue list;
+///   `value` a string's first 129 bytes and `digest` the SHA-1 (lowercase
+///   hex) of its whole value (both `''` unless a string); `permits` how
+///   many members KEYS\[7\] has (`0` unless a zset).
 ///   Read by [`ForceUnlocked`].
-/// * Unless peeking or refused (a non-hash key with `hash`): a deleted key
-///   is announced with the unlock message on KEYS\[2\] (plain waiters), and
-///   with `1` (Redisson's "wake every waiter") on KEYS\[5\] when the hash has
-///   a `mode` field (a read-write lock); stale queue entries are removed
-///   (live waiters keep their place), and if the lock is then free the head
-///   waiter is woken on its own channel, as a fair release does. The
-///   fencing counter is left alone, so tokens keep increasing.
+/// * Unless peeking or refused (a key that is no lock with `lock`): a
+///   deleted key is announced with the unlock message on KEYS\[2\] (plain
+///   and string-layout waiters), and with `1` (Redisson's "wake every
+///   waiter") on KEYS\[5\] when the hash has a `mode` field (a read-write
+///   lock); stale queue entries are removed (live waiters keep their
+///   place), and if the lock is then free the head waiter is woken on its
+///   own channel, as a fair release does. The fencing counter is left
+///   alone, so tokens keep increasing.
 pub(crate) fn force_unlock(
     name: &str,
     removal: Removal,
@@ -137,15 +160,19 @@ pub(crate) fn force_unlock(
         .key(layout::timeout_key(name))
         .key(layout::rwlock_channel(name))
         .key(layout::token_key(name))
+        .key(layout::permits_key(name))
         .arg(UNLOCK_MESSAGE)
         .arg(match removal {
             Removal::Peek => "peek",
-            Removal::Hash => "hash",
+            Removal::Lock => "lock",
             Removal::Any => "any",
         })
         .arg(publish.command());
     if let Some(seen) = expect {
-        call = call.arg("expect").arg(&seen.key_type);
+        call = call
+            .arg("expect")
+            .arg(&seen.key_type)
+            .arg(seen.value_sha1.as_deref().unwrap_or_default());
         for holder in &seen.holders {
             call = call.arg(&holder.field);
         }
@@ -154,6 +181,12 @@ pub(crate) fn force_unlock(
         }
     }
     call
+}
+
+/// `TYPE key`: what a key holds, for an error that says it (a lock whose
+/// key holds a string, say).
+pub(crate) fn key_type(key: &str) -> redis::Cmd {
+    redis::cmd("TYPE").arg(key).to_owned()
 }
 
 /// A forced unlock's reply, as the lock state it describes (named by the
@@ -173,12 +206,17 @@ impl FromRedisValue for ForceUnlocked {
             token,
             now,
             queued,
-        ] = <[Value; 9]>::try_from(values)
+            value,
+            digest,
+            permits,
+        ] = <[Value; 12]>::try_from(values)
             .map_err(|_| ParsingError::from("force_unlock answered the wrong number of values"))?;
         let key_type: String = FromRedisValue::from_redis_value(kind)?;
         let fields: Vec<String> = FromRedisValue::from_redis_value(fields)?;
         let queue: Vec<String> = FromRedisValue::from_redis_value(queue)?;
         let token: String = FromRedisValue::from_redis_value(token)?;
+        let value: Vec<u8> = FromRedisValue::from_redis_value(value)?;
+        let digest: String = FromRedisValue::from_redis_value(digest)?;
         let int = |v: Value| i64::from_redis_value(v);
         let (pttl_ms, removed, changed) = (int(pttl)?, int(removed)?, int(changed)?);
         let mut holders = Vec::new();
@@ -195,6 +233,7 @@ impl FromRedisValue for ForceUnlocked {
             deadline_ms: entry[1].parse().ok(),
             stale: entry[2] == "1",
         });
+        let string = key_type == "string";
         Ok(ForceUnlocked(LockState {
             name: String::new(),
             field_count: (fields.len() / 2) as u64,
@@ -208,6 +247,9 @@ impl FromRedisValue for ForceUnlocked {
             changed: changed == 1,
             waiters: waiters.collect(),
             queue_len: int(queued)?.max(0) as u64,
+            value: string.then(|| layout::escape_value(&value)),
+            value_sha1: string.then_some(digest),
+            permits_len: int(permits)?.max(0) as u64,
             ..LockState::absent(String::new())
         }))
     }
@@ -220,7 +262,7 @@ mod tests {
 
     #[test]
     fn force_unlock_packs_keys_message_and_removal() {
-        let (keys, args) = packed(&force_unlock("a", Removal::Hash, Publish::Plain, None));
+        let (keys, args) = packed(&force_unlock("a", Removal::Lock, Publish::Plain, None));
         assert_eq!(
             keys,
             [
@@ -229,10 +271,11 @@ mod tests {
                 "redisson_lock_queue:{a}",
                 "redisson_lock_timeout:{a}",
                 "redisson_rwlock:{a}",
-                "redisson_lock_token:{a}"
+                "redisson_lock_token:{a}",
+                "{a}:timeout"
             ]
         );
-        assert_eq!(args, ["0", "hash", "publish"]);
+        assert_eq!(args, ["0", "lock", "publish"]);
         let (_, args) = packed(&force_unlock("a", Removal::Peek, Publish::Sharded, None));
         assert_eq!(args, ["0", "peek", "spublish"]);
     }
@@ -255,8 +298,58 @@ mod tests {
         ));
         assert_eq!(
             args,
-            ["0", "any", "publish", "expect", "hash", "u:1", "mode"]
+            ["0", "any", "publish", "expect", "hash", "", "u:1", "mode"]
         );
+    }
+
+    #[test]
+    fn force_unlock_expects_the_string_it_was_shown() {
+        let mut seen = LockState {
+            key_type: "string".into(),
+            value: Some("u:1".into()),
+            value_sha1: Some("ab12".into()),
+            ..LockState::absent("a")
+        };
+        let (_, args) = packed(&force_unlock(
+            "a",
+            Removal::Lock,
+            Publish::Plain,
+            Some(&seen),
+        ));
+        assert_eq!(args, ["0", "lock", "publish", "expect", "string", "ab12"]);
+        // Read without its digest: an empty one, which no string matches.
+        seen.value_sha1 = None;
+        let (_, args) = packed(&force_unlock(
+            "a",
+            Removal::Lock,
+            Publish::Plain,
+            Some(&seen),
+        ));
+        assert_eq!(args, ["0", "lock", "publish", "expect", "string", ""]);
+    }
+
+    #[test]
+    fn reply_reads_a_string_locks_owner_and_digest() {
+        let s = |t: &[u8]| Value::BulkString(t.to_vec());
+        let reply = Value::Array(vec![
+            s(b"string"),
+            Value::Array(vec![]),
+            Value::Int(20_000),
+            Value::Int(0),
+            Value::Array(vec![]),
+            Value::Int(0),
+            s(b""),
+            Value::Int(1_800_000_000_000_000),
+            Value::Int(0),
+            s(b"\xffu:1"),
+            s(b"9a0f"),
+            Value::Int(0),
+        ]);
+        let ForceUnlocked(state) = ForceUnlocked::from_redis_value(reply).unwrap();
+        assert_eq!(state.kind(), layout::StateKind::StringLock);
+        assert!(state.is_lock());
+        assert_eq!(state.string_owner(), Some("\\xffu:1"));
+        assert_eq!(state.value_sha1.as_deref(), Some("9a0f"));
     }
 
     #[test]
@@ -272,6 +365,9 @@ mod tests {
             s("1700000000000000"),
             Value::Int(1_800_000_000_000_000),
             Value::Int(1),
+            s(""),
+            s(""),
+            Value::Int(0),
         ]);
         let ForceUnlocked(state) = ForceUnlocked::from_redis_value(reply).unwrap();
         assert_eq!(state.mode.as_deref(), Some("read"));

@@ -88,7 +88,10 @@ async fn wrong_type_key_is_reported_and_untouched() {
         .unwrap_err();
     assert!(err.is_wrong_type(), "{err:?}");
     assert!(start.elapsed() < Duration::from_millis(500));
-    assert_eq!(err.to_string(), "lock key holds a value that is not a lock");
+    assert_eq!(
+        err.to_string(),
+        format!("lock key {name:?} holds a string, not a lock hash")
+    );
     let value: String = redis::cmd("GET").arg(&name).query(&mut conn).unwrap();
     assert_eq!(value, "not a lock");
     assert_eq!(pttl(server, &name), -1);
