@@ -60,7 +60,7 @@ enum Handle {
 /// What a task holds between its acquire and its release.
 enum Held {
     Guard(redlease::LockGuard),
-    Permit(redlease::Semaphore),
+    Permit(redlease::SemaphorePermit),
     Expirable(redlease::PermitGuard),
 }
 
@@ -78,18 +78,15 @@ impl Handle {
     async fn prepare(&self) {
         match self {
             Handle::Lock(_) => {}
-            Handle::Semaphore(sem) => sem.set_permits(1).await.expect("set permits"),
-            Handle::Expirable(sem) => sem.set_permits(1).await.expect("set permits"),
+            Handle::Semaphore(sem) => sem.set_available(1).await.expect("set permits"),
+            Handle::Expirable(sem) => sem.set_total(1).await.expect("set permits"),
         }
     }
 
     async fn acquire(&self) -> Held {
         match self {
             Handle::Lock(lock) => Held::Guard(lock.lock().await.expect("lock")),
-            Handle::Semaphore(sem) => {
-                sem.acquire(1).await.expect("acquire");
-                Held::Permit(sem.clone())
-            }
+            Handle::Semaphore(sem) => Held::Permit(sem.acquire(1).await.expect("acquire")),
             Handle::Expirable(sem) => Held::Expirable(sem.acquire().await.expect("acquire")),
         }
     }
@@ -97,11 +94,13 @@ impl Handle {
 
 impl Held {
     async fn release(self) {
+        use redlease::Guard;
         match self {
-            Held::Guard(guard) => guard.unlock().await.expect("unlock"),
-            Held::Permit(sem) => sem.release(1).await.expect("release"),
-            Held::Expirable(permit) => permit.release().await.expect("release"),
+            Held::Guard(guard) => guard.release().await,
+            Held::Permit(permit) => permit.release().await,
+            Held::Expirable(permit) => permit.release().await,
         }
+        .expect("release");
     }
 }
 

@@ -306,7 +306,7 @@ impl Held {
     async fn lost(&self) -> LostReason {
         match self {
             Held::Lock(guard) => guard.lost().await,
-            Held::Locks(guard) => guard.lost().await.1,
+            Held::Locks(guard) => guard.lost().await,
             Held::Permit(permit) => permit.lost().await,
         }
     }
@@ -341,7 +341,7 @@ async fn acquire(target: &Target, args: &RunArgs) -> Result<Held, Failure> {
             semaphore = semaphore.lease(lease);
         }
         semaphore
-            .try_set_permits(u64::from(permits))
+            .try_set_total(u64::from(permits))
             .await
             .map_err(failure)?;
         let acquired = match args.wait {
@@ -384,15 +384,18 @@ fn spawn(args: &RunArgs, held: &Held) -> io::Result<Child> {
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
     match held {
-        Held::Lock(guard) => command
-            .env("REDLEASE_FENCING_TOKEN", guard.fencing_token().to_string())
-            .env("REDLEASE_KEY", guard.name()),
+        Held::Lock(guard) => {
+            if let Some(token) = guard.fencing_token() {
+                command.env("REDLEASE_FENCING_TOKEN", token.to_string());
+            }
+            command.env("REDLEASE_KEY", guard.name())
+        }
         Held::Locks(guard) => {
             let keys: Vec<&str> = guard.guards().iter().map(LockGuard::name).collect();
             let tokens: Vec<String> = guard
                 .guards()
                 .iter()
-                .map(|g| format!("{}={}", g.name(), g.fencing_token()))
+                .filter_map(|g| Some(format!("{}={}", g.name(), g.fencing_token()?)))
                 .collect();
             command
                 .env("REDLEASE_KEY", keys.join(" "))

@@ -41,7 +41,7 @@ fn main() -> Result<(), redlease::Error> {
                     {
                         // The fencing token goes with the write, for a
                         // database to refuse a holder whose lock passed on.
-                        let token = guard.fencing_token();
+                        let token = guard.fencing_token().expect("a lock has a token");
                         println!("worker {worker} settles invoice {invoice} (token {token})");
                         redis::cmd("SET")
                             .arg(&record)

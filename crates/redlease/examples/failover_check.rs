@@ -125,7 +125,7 @@ async fn run(
                             counts.double_grants.fetch_add(1, Ordering::Relaxed);
                         }
                         counts.acquired.fetch_add(1, Ordering::Relaxed);
-                        deposit(&ledger, &counts, guard.fencing_token()).await;
+                        deposit(&ledger, &counts, guard.fencing_token().unwrap()).await;
                         counts.inside.fetch_sub(1, Ordering::SeqCst);
                         if let Err(e) = guard.unlock().await
                             && e.is_not_owner()

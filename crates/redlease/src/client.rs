@@ -577,11 +577,11 @@ impl ClientBuilder {
     ///     .await?;
     /// let lock = client.lock("doc:builder:fenced-interop");
     /// let first = lock.try_lock().await?;
-    /// let token = first.fencing_token();
+    /// let token = first.fencing_token().expect("fencing is on");
     /// first.unlock().await?;
     /// // One counter, kept for ever, counting up by one as Redisson's does.
     /// let second = lock.try_lock().await?;
-    /// assert_eq!(second.fencing_token(), token + 1);
+    /// assert_eq!(second.fencing_token(), Some(token + 1));
     /// second.unlock().await?;
     /// # Ok(())
     /// # }

@@ -2,6 +2,8 @@
 //! key, a name whose channel must share the key's cluster slot, and
 //! scripts run to completion whatever happens to the caller.
 
+use std::time::Duration;
+
 use redis::FromRedisValue;
 
 use crate::client::Client;
@@ -21,14 +23,63 @@ use crate::scripts::ScriptCall;
 /// # async fn main() -> Result<(), redlease::Error> {
 /// # let url = redlease_testkit::RedisServer::shared().url();
 /// let client = redlease::Client::connect(&url).await?;
-/// let permits = client.semaphore("doc:count:max");
-/// let e = permits.try_set_permits(redlease::MAX_COUNT + 1).await.unwrap_err();
+/// let shards = client.count_down_latch("doc:count:max");
+/// let e = shards.try_set_count(redlease::MAX_COUNT + 1).await.unwrap_err();
 /// assert!(e.is_invalid_argument());
-/// assert!(permits.try_set_permits(redlease::MAX_COUNT).await?);
+/// assert!(shards.try_set_count(redlease::MAX_COUNT).await?);
 /// # Ok(())
 /// # }
 /// ```
 pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// The largest number of permits either semaphore holds, gives or takes:
+/// `i32::MAX`, since Redisson reads a semaphore's counts as a Java `int`
+/// (its `RSemaphore` and `RPermitExpirableSemaphore` take and answer
+/// `int` permits), and a larger count would break the Java services that
+/// share it.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redlease::Error> {
+/// # let url = redlease_testkit::RedisServer::shared().url();
+/// let client = redlease::Client::connect(&url).await?;
+/// let permits = client.semaphore("doc:count:max-permits");
+/// let e = permits.try_set_available(redlease::MAX_PERMITS + 1).await.unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// assert!(permits.try_set_available(redlease::MAX_PERMITS).await?);
+/// # Ok(())
+/// # }
+/// ```
+pub const MAX_PERMITS: u64 = i32::MAX as u64;
+
+/// Checks a number of permits (or a change of it, when `min` is
+/// negative) against `min..=MAX_PERMITS`.
+pub(crate) fn check_permits(what: &str, permits: i64, min: i64) -> Result<i64, Error> {
+    let max = i64::from(i32::MAX);
+    if (min..=max).contains(&permits) {
+        return Ok(permits);
+    }
+    Err(Error::invalid(format!(
+        "{what} must be between {min} and {max} (a java int, as Redisson reads it), but found {permits}"
+    )))
+}
+
+/// [`check_permits`] for a count given unsigned.
+pub(crate) fn check_permits_u64(what: &str, permits: u64, min: i64) -> Result<u64, Error> {
+    let checked = check_permits(what, i64::try_from(permits).unwrap_or(i64::MAX), min)?;
+    Ok(checked.unsigned_abs())
+}
+
+/// The busy error of either semaphore: too few permits available.
+pub(crate) fn too_few_permits(name: &str, waited: Duration) -> Error {
+    Error::busy(name, waited).reworded(format!(
+        "semaphore {} has too few permits available (waited {})",
+        crate::error::quoted(name),
+        crate::error::human(waited)
+    ))
+}
 
 /// Checks a semaphore's or latch's name before anything is sent: a valid
 /// name whose `channel` lies in the key's hash slot. On a cluster a script

@@ -96,7 +96,9 @@ impl LockGuard {
         self.hold.field()
     }
 
-    /// The fencing token of this acquisition: strictly greater than every
+    /// The fencing token of this acquisition (`Some` always today; an
+    /// `Option` so that every guard answers alike, see [`crate::Guard`]):
+    /// strictly greater than every
     /// token issued before it for this lock name, by any redlease client or
     /// Redisson `RFencedLock`.
     ///
@@ -126,18 +128,18 @@ impl LockGuard {
     /// let client = redlease::Client::connect(&url).await?;
     /// let lock = client.lock("doc:guard:fencing-token");
     /// let first = lock.try_lock().await?;
-    /// let token = first.fencing_token();
+    /// let token = first.fencing_token().expect("fencing is on by default");
     /// // ... write to the database with `token`, which refuses lower ones ...
     /// first.unlock().await?;
     ///
     /// let next = lock.try_lock().await?;
-    /// assert!(next.fencing_token() > token);
+    /// assert!(next.fencing_token() > Some(token));
     /// next.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub fn fencing_token(&self) -> u64 {
-        self.hold.token()
+    pub fn fencing_token(&self) -> Option<u64> {
+        Some(self.hold.token())
     }
 
     /// Releases the lock, checking that it is still ours. Unlocking stops the

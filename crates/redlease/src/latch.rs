@@ -11,11 +11,13 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::latch::{self as scripts, Left};
 use crate::scripts::semaphore::SetIfMissing;
-use crate::wait::{self, Attempt, Contender};
+use crate::wait::{Attempt, Contender};
+use ::metrics::SharedString;
 
 /// A handle to one named count-down latch, Redisson's `RCountDownLatch`;
 /// made by [`Client::count_down_latch`].
@@ -73,7 +75,7 @@ use crate::wait::{self, Attempt, Contender};
 ///         done.count_down().await
 ///     });
 /// }
-/// assert!(shards.wait_for(Duration::from_secs(10)).await?); // both done
+/// shards.wait_for(Duration::from_secs(10)).await?; // both done
 /// # Ok(())
 /// # }
 /// ```
@@ -81,6 +83,8 @@ use crate::wait::{self, Attempt, Contender};
 pub struct CountDownLatch {
     client: Client,
     name: Arc<str>,
+    /// [`crate::metrics::lock_label`] of the name, made once.
+    label: SharedString,
 }
 
 /// The latch handles a client makes.
@@ -106,9 +110,11 @@ impl Client {
     /// ```
     #[must_use = "a latch handle does nothing until it is used"]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        let name: Arc<str> = name.into().into();
         CountDownLatch {
             client: self.clone(),
-            name: name.into().into(),
+            label: crate::metrics::shared_label(&name),
+            name,
         }
     }
 }
@@ -268,9 +274,10 @@ impl CountDownLatch {
         })
     }
 
-    /// Waits until the latch is open, at most `timeout`. Returns true if
-    /// and only if it is open (it was at once, or it opened in time); false
-    /// if it was still armed when `timeout` ran out.
+    /// Waits until the latch is open, at most `timeout`: `Ok` if it is open
+    /// (it was at once, or it opened in time), a busy error if it was still
+    /// armed when `timeout` ran out (Redisson's `await(timeout)` answers
+    /// false there).
     ///
     /// After a first check the waiter subscribes to the latch's channel
     /// (shared with the client's other waiters on it), checks again once the
@@ -283,10 +290,11 @@ impl CountDownLatch {
     ///
     /// # Errors
     ///
-    /// [`is_wrong_type`](Error::is_wrong_type) (including a string that is
-    /// not an integer) and a bad name end the wait; lost connections and
-    /// time-outs are retried until the timeout, and then reported as they
-    /// are.
+    /// [`is_busy`](Error::is_busy) when the latch was still armed at the
+    /// end; [`is_wrong_type`](Error::is_wrong_type) (including a string
+    /// that is not an integer) and a bad name end the wait; lost
+    /// connections and time-outs are retried until the timeout, and then
+    /// reported as they are.
     ///
     /// # Cancel safety
     ///
@@ -304,20 +312,17 @@ impl CountDownLatch {
     /// let client = redlease::Client::connect(&url).await?;
     /// let shards = client.count_down_latch("doc:latch:wait-for");
     /// shards.try_set_count(1).await?;
-    /// assert!(!shards.wait_for(Duration::from_millis(50)).await?); // still armed
+    /// let armed = shards.wait_for(Duration::from_millis(50)).await.unwrap_err();
+    /// assert!(armed.is_busy()); // still armed
     ///
     /// let last = shards.clone();
     /// tokio::spawn(async move { last.count_down().await });
-    /// assert!(shards.wait_for(Duration::from_secs(10)).await?); // opened in time
+    /// shards.wait_for(Duration::from_secs(10)).await?; // opened in time
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn wait_for(&self, timeout: Duration) -> Result<bool, Error> {
-        match self.wait_until(Some(timeout)).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_busy() => Ok(false),
-            Err(e) => Err(e),
-        }
+    pub async fn wait_for(&self, timeout: Duration) -> Result<(), Error> {
+        front::acquire(self, Patience::within(timeout)).await
     }
 
     /// Waits until the latch is open, with no time limit, as
@@ -355,7 +360,7 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub async fn wait(&self) -> Result<(), Error> {
-        self.wait_until(None).await
+        front::acquire(self, Patience::Forever).await
     }
 
     /// Deletes the latch and publishes `0`, the opening message (where
@@ -394,15 +399,6 @@ impl CountDownLatch {
         let call = scripts::delete(&self.name, conn.publish());
         let span = tracing::debug_span!("latch", op = "delete", key = %self.name);
         self.run::<bool>(conn, call).instrument(span).await
-    }
-
-    async fn wait_until(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        let conn = self.conn()?;
-        let mut waiter = Waiter { latch: self, conn };
-        let span = tracing::debug_span!("latch", op = "wait", key = %self.name);
-        wait::wait(&self.client, &mut waiter, timeout)
-            .instrument(span)
-            .await
     }
 
     /// The count as stored: 0 when the key is missing.
@@ -455,9 +451,36 @@ impl CountDownLatch {
     }
 }
 
+/// Waiting for the latch to open, as the front drives it.
+impl front::Primitive for CountDownLatch {
+    type Guard = ();
+    type Contender<'a> = Waiter<'a>;
+
+    const KIND: &'static str = "latch";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &SharedString {
+        &self.label
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn begin(&self, _: Patience) -> Result<Begin<(), Waiter<'_>>, Error> {
+        Ok(Begin::Contend(Waiter {
+            latch: self,
+            conn: self.conn()?,
+        }))
+    }
+}
+
 /// A waiter for a latch to open, as the waiting engine drives it: "busy"
 /// while the count is above zero.
-struct Waiter<'a> {
+pub(crate) struct Waiter<'a> {
     latch: &'a CountDownLatch,
     conn: &'a Connection,
 }
@@ -467,6 +490,14 @@ impl Contender for Waiter<'_> {
 
     fn name(&self) -> &str {
         &self.latch.name
+    }
+
+    fn busy(&self, waited: Duration) -> Error {
+        Error::busy(&self.latch.name, waited).reworded(format!(
+            "latch {} is still armed (waited {})",
+            crate::error::quoted(&self.latch.name),
+            crate::error::human(waited)
+        ))
     }
 
     async fn attempt(&mut self) -> Result<Attempt<()>, Error> {

@@ -167,10 +167,12 @@ pub mod blocking;
 mod cancel;
 mod client;
 mod connection;
+mod contract;
 mod count;
 mod declare;
 mod error;
 mod expirable;
+mod front;
 mod guard;
 mod hold;
 mod kind;
@@ -194,7 +196,8 @@ mod watchdog;
 
 pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
 pub use connection::{PubSubMode, url};
-pub use count::MAX_COUNT;
+pub use contract::{Extend, Guard};
+pub use count::{MAX_COUNT, MAX_PERMITS};
 pub use error::{Error, ErrorKind};
 pub use expirable::{ExpirableSemaphore, PermitGuard};
 pub use guard::LockGuard;
@@ -207,7 +210,7 @@ pub use redlock::{RedLock, RedLockGuard};
 pub use rwlock::ReadWriteLock;
 pub use scope::scope;
 pub use scripts::lua_scripts;
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, SemaphorePermit};
 
 pub use declare::{default_client, install_default};
 /// Declares that an `async fn` runs under a distributed lock:

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use ::metrics::SharedString;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::cancel::Withdrawal;
 use crate::client::Client;
-use crate::error::Error;
+use crate::error::{Error, wrong_type_message};
+use crate::front::{self, Begin, Patience};
 use crate::guard::LockGuard;
 use crate::hold::{Expiry, Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
@@ -20,8 +20,9 @@ use crate::layout::Layout;
 use crate::metrics::{self, Outcome};
 use crate::pubsub::Wakes;
 use crate::scope::Reentry;
+use crate::scripts::admin::key_type;
 use crate::scripts::lock::Acquired;
-use crate::wait::{self, Attempt, Contender};
+use crate::wait::{Attempt, Contender};
 use crate::{name, release, scope};
 
 mod together;
@@ -251,22 +252,7 @@ impl Lock {
     /// # }
     /// ```
     pub async fn try_lock(&self) -> Result<LockGuard, Error> {
-        self.observed(async {
-            let lease_ms = self.prepare()?;
-            let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
-                Reentry::Reentered(guard) => return Ok((guard, Outcome::Reentered)),
-                Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
-                Reentry::Downgrade(field) => field,
-            };
-            let started = Instant::now();
-            match self.attempt(lease_ms, &field, false).await? {
-                Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
-                Attempt::Busy(_) | Attempt::Short(_) => {
-                    Err(Error::busy(&self.name, started.elapsed()))
-                }
-            }
-        })
-        .await
+        front::acquire(self, Patience::Once).await
     }
 
     /// Tries to acquire the lock until `wait` has passed.
@@ -318,12 +304,9 @@ impl Lock {
     /// # }
     /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<LockGuard, Error> {
-        if wait.is_zero() {
-            // For a fair lock this also keeps "no wait" from joining the
-            // queue.
-            return self.try_lock().await;
-        }
-        self.observed(self.wait(Some(wait))).await
+        // A wait of zero is one attempt: for a fair lock, "no wait" never
+        // joins the queue.
+        front::acquire(self, Patience::within(wait)).await
     }
 
     /// Waits until the lock is acquired, as [`try_lock_for`](Lock::try_lock_for)
@@ -359,7 +342,7 @@ impl Lock {
     /// # }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard, Error> {
-        self.observed(self.wait(None)).await
+        front::acquire(self, Patience::Forever).await
     }
 
     /// One attempt for a composite of locks (one master of a [`RedLock`](crate::RedLock)):
@@ -371,70 +354,10 @@ impl Lock {
     ///
     /// As [`try_lock`](Lock::try_lock).
     pub(crate) async fn attempt_once(&self) -> Result<Attempt<LockGuard>, Error> {
-        let lease_ms = self.prepare()?;
-        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
-            Reentry::Reentered(guard) => return Ok(Attempt::Acquired(guard)),
-            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
-            Reentry::Downgrade(field) => field,
-        };
-        self.attempt(lease_ms, &field, false).await
-    }
-
-    /// Re-enters in an owner scope, or waits with the waiting engine.
-    async fn wait(&self, wait: Option<Duration>) -> Result<(LockGuard, Outcome), Error> {
-        let lease_ms = self.prepare()?;
-        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
-            Reentry::Reentered(guard) => return Ok((guard, Outcome::Reentered)),
-            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
-            Reentry::Downgrade(field) => {
-                // The scope's write hold lets its owner read at once; if it
-                // does not, the hold is gone, and waiting as this owner
-                // could not help: a new owner waits.
-                match self.attempt(lease_ms, &field, false).await? {
-                    Attempt::Acquired(guard) => return Ok((guard, Outcome::Acquired)),
-                    Attempt::Busy(_) | Attempt::Short(_) => {
-                        self.kind.owner_field(self.client.new_owner_field())
-                    }
-                }
-            }
-        };
-        let mut contender = Waiter {
-            place: Withdrawal::queue_place(
-                self.client.acquire_conn(),
-                self.kind,
-                &self.name,
-                &field,
-            ),
-            lock: self,
-            lease_ms,
-            field,
-        };
-        let guard = wait::wait(&self.client, &mut contender, wait).await?;
-        Ok((guard, Outcome::Acquired))
-    }
-
-    /// Runs an acquire call in an `acquire` span and records its outcome
-    /// and duration ([`metrics::ACQUIRES`], [`metrics::WAIT_SECONDS`]),
-    /// `cancelled` if the call is dropped before it ends.
-    async fn observed(
-        &self,
-        call: impl Future<Output = Result<(LockGuard, Outcome), Error>>,
-    ) -> Result<LockGuard, Error> {
-        let span = tracing::debug_span!(
-            "acquire",
-            key = %self.name,
-            outcome = tracing::field::Empty,
-        );
-        let mut observation = metrics::AcquireObservation::start(&self.label);
-        let result = call.instrument(span.clone()).await;
-        let (result, outcome) = match result {
-            Ok((guard, outcome)) => (Ok(guard), outcome),
-            Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
-            Err(e) => (Err(e), Outcome::Error),
-        };
-        observation.end(outcome);
-        span.record("outcome", outcome.as_str());
-        result
+        match front::Primitive::begin(self, Patience::Once).await? {
+            Begin::Held(guard, _) => Ok(Attempt::Acquired(guard)),
+            Begin::Contend(mut waiter) => waiter.attempt_once().await,
+        }
     }
 
     /// Validates the input and returns the lease to request, in ms.
@@ -484,7 +407,10 @@ impl Lock {
                 if err.code().is_some() {
                     pending.disarm();
                 }
-                let err = Error::from(err).with_key(&self.name);
+                let mut err = Error::from(err).with_key(&self.name);
+                if err.is_wrong_type() {
+                    err = self.wrong_type(conn, err).await;
+                }
                 tracing::debug!(key = %self.name, error = %err, "acquire failed");
                 return Err(err);
             }
@@ -508,6 +434,27 @@ impl Lock {
         Ok(Attempt::Acquired(
             self.granted(field, lease_ms, sent_at, token),
         ))
+    }
+
+    /// A `WRONGTYPE` from an acquire, reworded to say what the lock key
+    /// holds (one `TYPE`, on this error path only). A key of the lock's own
+    /// type, or gone by then, leaves the error as it was: another of the
+    /// lock's keys (its fencing counter, a fair queue) was the wrong type,
+    /// or the key changed since.
+    async fn wrong_type(&self, conn: &crate::connection::Connection, err: Error) -> Error {
+        let (own, expected) = match self.kind.is_string() {
+            true => ("string", "a lock of the string layout"),
+            false => ("hash", "a lock hash"),
+        };
+        match conn.query::<String>(&key_type(&self.name)).await {
+            Ok(holds) if holds != own && holds != "none" => err.reworded(wrong_type_message(
+                "lock",
+                &self.name,
+                Some(&holds),
+                expected,
+            )),
+            _ => err,
+        }
     }
 
     /// The guard of an acquisition Redis granted to `field` with `token`,
@@ -538,8 +485,60 @@ impl Lock {
     }
 }
 
+/// A lock's acquires, as the front drives them: re-entry first, then a
+/// [`Waiter`].
+impl front::Primitive for Lock {
+    type Guard = LockGuard;
+    type Contender<'a> = Waiter<'a>;
+
+    const KIND: &'static str = "lock";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &SharedString {
+        &self.label
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn begin(&self, patience: Patience) -> Result<Begin<LockGuard, Waiter<'_>>, Error> {
+        let lease_ms = self.prepare()?;
+        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
+            Reentry::Reentered(guard) => return Ok(Begin::Held(guard, Outcome::Reentered)),
+            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
+            Reentry::Downgrade(field) if patience == Patience::Once => field,
+            Reentry::Downgrade(field) => {
+                // The scope's write hold lets its owner read at once; if it
+                // does not, the hold is gone, and waiting as this owner
+                // could not help: a new owner waits.
+                match self.attempt(lease_ms, &field, false).await? {
+                    Attempt::Acquired(guard) => return Ok(Begin::Held(guard, Outcome::Acquired)),
+                    Attempt::Busy(_) | Attempt::Short(_) => {
+                        self.kind.owner_field(self.client.new_owner_field())
+                    }
+                }
+            }
+        };
+        Ok(Begin::Contend(Waiter {
+            place: Withdrawal::queue_place(
+                self.client.acquire_conn(),
+                self.kind,
+                &self.name,
+                &field,
+            ),
+            lock: self,
+            lease_ms,
+            field,
+        }))
+    }
+}
+
 /// A lock's waiting acquire, as the waiting engine drives it.
-struct Waiter<'a> {
+pub(crate) struct Waiter<'a> {
     lock: &'a Lock,
     lease_ms: u64,
     /// One owner field per acquisition, reused by its attempts, except
@@ -555,6 +554,13 @@ impl Contender for Waiter<'_> {
 
     fn name(&self) -> &str {
         &self.lock.name
+    }
+
+    async fn attempt_once(&mut self) -> Result<Attempt<LockGuard>, Error> {
+        // Never queued: "no wait" does not join a fair lock's queue, so
+        // there is no place to give up.
+        self.place.disarm();
+        self.lock.attempt(self.lease_ms, &self.field, false).await
     }
 
     async fn attempt(&mut self) -> Result<Attempt<LockGuard>, Error> {

@@ -27,9 +27,12 @@ use crate::lost::LostReason;
 /// Counter: acquire scripts sent to Redis, one per attempt (a waiting
 /// acquire makes several).
 pub const ACQUIRE_ATTEMPTS: &str = "redlease_acquire_attempts_total";
-/// Counter: acquire calls (`try_lock`, `try_lock_for`, `lock`) by how they
-/// ended, labelled [`OUTCOME_LABEL`]: `acquired`, `reentered`, `busy`,
-/// `error` or `cancelled`.
+/// Counter: acquire calls by how they ended, labelled [`OUTCOME_LABEL`]:
+/// `acquired`, `reentered`, `busy`, `error` or `cancelled`. Every
+/// primitive's acquires count (`try_lock`, `try_lock_for` and `lock` of
+/// locks, multi-locks and RedLocks; the semaphores' `try_acquire`,
+/// `try_acquire_for` and `acquire`; a latch's `wait_for` and `wait`), each
+/// under its name's [`LOCK_LABEL`].
 pub const ACQUIRES: &str = "redlease_acquires_total";
 /// Histogram, seconds: how long acquire calls took, from the call to its
 /// outcome, labelled [`OUTCOME_LABEL`] as [`ACQUIRES`]. For a `busy` outcome

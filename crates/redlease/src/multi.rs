@@ -11,16 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::select_all;
-use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::connection::SlotId;
 use crate::error::Error;
+use crate::front::{self, Begin, Patience};
 use crate::guard::LockGuard;
 use crate::layout::{self, Layout};
 use crate::lock::Lock;
 use crate::lost::LostReason;
-use crate::wait::{self, Attempt, Contender};
+use crate::wait::{Attempt, Contender};
+use ::metrics::SharedString;
 
 /// A handle to several named locks taken together; made by
 /// [`Client::multi_lock`].
@@ -70,6 +71,8 @@ pub struct MultiLock {
     client: Client,
     /// Sorted, without duplicates: the one order every caller takes them in.
     names: Arc<[Arc<str>]>,
+    /// [`crate::metrics::lock_label`] of the first name, made once.
+    label: SharedString,
     /// `None`: watchdog mode, for every member.
     lease: Option<Duration>,
 }
@@ -107,9 +110,11 @@ impl Client {
         let mut names: Vec<String> = names.into_iter().map(Into::into).collect();
         names.sort();
         names.dedup();
+        let names: Arc<[Arc<str>]> = names.into_iter().map(Arc::from).collect();
         MultiLock {
             client: self.clone(),
-            names: names.into_iter().map(Arc::from).collect(),
+            label: crate::metrics::shared_label(names.first().map_or("", |n| n)),
+            names,
             lease: None,
         }
     }
@@ -203,17 +208,7 @@ impl MultiLock {
     /// # }
     /// ```
     pub async fn try_lock(&self) -> Result<MultiGuard, Error> {
-        let started = Instant::now();
-        let mut waiter = Waiter {
-            multi: self,
-            blocker: 0,
-        };
-        match waiter.attempt().await? {
-            Attempt::Acquired(guard) => Ok(guard),
-            Attempt::Busy(_) | Attempt::Short(_) => {
-                Err(Error::busy(&self.names[waiter.blocker], started.elapsed()))
-            }
-        }
+        front::acquire(self, Patience::Once).await
     }
 
     /// Tries to take every member until `wait` has passed, sleeping between
@@ -253,10 +248,7 @@ impl MultiLock {
     /// # }
     /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<MultiGuard, Error> {
-        if wait.is_zero() {
-            return self.try_lock().await;
-        }
-        self.wait(Some(wait)).await
+        front::acquire(self, Patience::within(wait)).await
     }
 
     /// Waits until every member is taken, as
@@ -288,15 +280,7 @@ impl MultiLock {
     /// # }
     /// ```
     pub async fn lock(&self) -> Result<MultiGuard, Error> {
-        self.wait(None).await
-    }
-
-    async fn wait(&self, wait: Option<Duration>) -> Result<MultiGuard, Error> {
-        let mut waiter = Waiter {
-            multi: self,
-            blocker: 0,
-        };
-        wait::wait(&self.client, &mut waiter, wait).await
+        front::acquire(self, Patience::Forever).await
     }
 
     /// The members, by index, in groups that one acquire script takes
@@ -334,10 +318,38 @@ impl MultiLock {
 }
 
 /// A multi-lock's acquire, as the waiting engine drives it.
-struct Waiter<'a> {
+pub(crate) struct Waiter<'a> {
     multi: &'a MultiLock,
     /// The member that refused the last attempt.
     blocker: usize,
+}
+
+/// The acquires, as the front drives them.
+impl front::Primitive for MultiLock {
+    type Guard = MultiGuard;
+    type Contender<'a> = Waiter<'a>;
+
+    const KIND: &'static str = "multi-lock";
+
+    /// The first member's name (the span's key).
+    fn name(&self) -> &str {
+        self.names.first().map_or("", |n| n)
+    }
+
+    fn label(&self) -> &SharedString {
+        &self.label
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn begin(&self, _: Patience) -> Result<Begin<MultiGuard, Waiter<'_>>, Error> {
+        Ok(Begin::Contend(Waiter {
+            multi: self,
+            blocker: 0,
+        }))
+    }
 }
 
 impl Contender for Waiter<'_> {
@@ -365,7 +377,7 @@ impl Contender for Waiter<'_> {
             return result;
         }
         taken.sort_by(|a, b| a.name().cmp(b.name()));
-        Ok(Attempt::Acquired(MultiGuard { guards: taken }))
+        Ok(Attempt::Acquired(MultiGuard::new(taken)))
     }
 
     fn channel(&self) -> String {
@@ -419,11 +431,119 @@ async fn release_all(mut taken: Vec<LockGuard>) {
 /// ```
 #[must_use = "dropping the guard releases the locks at once; hold it for the critical section and call `unlock().await`"]
 pub struct MultiGuard {
+    /// The members' names joined with `,`, in the order taken.
+    name: String,
     /// In the order taken (sorted by name).
     guards: Vec<LockGuard>,
 }
 
 impl MultiGuard {
+    fn new(guards: Vec<LockGuard>) -> MultiGuard {
+        let names: Vec<&str> = guards.iter().map(LockGuard::name).collect();
+        MultiGuard {
+            name: names.join(","),
+            guards,
+        }
+    }
+
+    /// The members' names joined with `,`, in the order they were taken
+    /// (sorted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let both = client.multi_lock(["doc:multi:name:b", "doc:multi:name:a"]).try_lock().await?;
+    /// assert_eq!(both.name(), "doc:multi:name:a,doc:multi:name:b");
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `None`: each member has a token of its own, for the resource it
+    /// protects ([`fencing_token_of`](MultiGuard::fencing_token_of)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let both = client.multi_lock(["doc:multi:no-token:a", "doc:multi:no-token:b"]).try_lock().await?;
+    /// assert_eq!(both.fencing_token(), None);
+    /// assert!(both.fencing_token_of("doc:multi:no-token:a").is_some());
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        None
+    }
+
+    /// When the first member's fixed lease ends; `None` in watchdog mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:expires:a", "doc:multi:expires:b"]);
+    /// let both = multi.lease(Duration::from_secs(10)).try_lock().await?;
+    /// assert!(both.expires_at().unwrap() <= Instant::now() + Duration::from_secs(10));
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        self.guards.iter().filter_map(LockGuard::expires_at).min()
+    }
+
+    /// Sets every member's fixed lease to `lease` from now.
+    ///
+    /// # Errors
+    ///
+    /// The first member's error, after every member was tried, as
+    /// [`LockGuard::extend`]: a member that could not be extended keeps
+    /// its earlier expiry, which [`expires_at`](MultiGuard::expires_at)
+    /// then reports.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LockGuard::extend`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let multi = client.multi_lock(["doc:multi:extend:a", "doc:multi:extend:b"]);
+    /// let both = multi.lease(Duration::from_secs(2)).try_lock().await?;
+    /// both.extend(Duration::from_secs(30)).await?;
+    /// assert!(both.expires_at().unwrap() > Instant::now() + Duration::from_secs(20));
+    /// both.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn extend(&self, lease: Duration) -> Result<(), Error> {
+        let results =
+            futures_util::future::join_all(self.guards.iter().map(|g| g.extend(lease))).await;
+        results.into_iter().collect()
+    }
     /// The members' guards, in the order they were taken (sorted by name):
     /// each with its own [fencing token](LockGuard::fencing_token), for
     /// the resource that member protects.
@@ -438,7 +558,7 @@ impl MultiGuard {
     /// let multi = client.multi_lock(["doc:multi:guards:b", "doc:multi:guards:a"]);
     /// let both = multi.try_lock().await?;
     /// for guard in both.guards() {
-    ///     println!("{}: token {}", guard.name(), guard.fencing_token());
+    ///     println!("{}: token {:?}", guard.name(), guard.fencing_token());
     /// }
     /// assert_eq!(both.guards()[0].name(), "doc:multi:guards:a");
     /// both.unlock().await?;
@@ -460,18 +580,18 @@ impl MultiGuard {
     /// let client = redlease::Client::connect(&url).await?;
     /// let multi = client.multi_lock(["doc:multi:token:a", "doc:multi:token:b"]);
     /// let both = multi.try_lock().await?;
-    /// let token = both.fencing_token("doc:multi:token:a").expect("a member");
+    /// let token = both.fencing_token_of("doc:multi:token:a").expect("a member");
     /// // ... write account `a` with `token` ...
-    /// assert_eq!(both.fencing_token("doc:multi:token:c"), None);
+    /// assert_eq!(both.fencing_token_of("doc:multi:token:c"), None);
     /// both.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub fn fencing_token(&self, name: &str) -> Option<u64> {
+    pub fn fencing_token_of(&self, name: &str) -> Option<u64> {
         self.guards
             .iter()
             .find(|g| g.name() == name)
-            .map(LockGuard::fencing_token)
+            .and_then(LockGuard::fencing_token)
     }
 
     /// Releases every member, last taken first, each owner-checked.
@@ -512,9 +632,10 @@ impl MultiGuard {
         first.map_or(Ok(()), Err)
     }
 
-    /// Resolves when any member is known or must be assumed lost, with that
-    /// member's name and reason: from then on the multi-lock no longer
-    /// protects everything it did.
+    /// Resolves when any member is known or must be assumed lost, with its
+    /// reason (the member is the one whose [`is_lost`](LockGuard::is_lost)
+    /// is true): from then on the multi-lock no longer protects everything
+    /// it did.
     ///
     /// # Cancel safety
     ///
@@ -533,21 +654,20 @@ impl MultiGuard {
     ///     .multi_lock(["doc:multi:lost:a", "doc:multi:lost:b"])
     ///     .lease(Duration::from_millis(50));
     /// let both = multi.try_lock().await?;
-    /// let (name, reason) = both.lost().await;
-    /// assert!(name.starts_with("doc:multi:lost:"));
+    /// let reason = both.lost().await;
     /// assert_eq!(reason, redlease::LostReason::Expired);
+    /// // Which member it was:
+    /// let lost = both.guards().iter().find(|g| g.is_lost()).expect("a lost member");
+    /// assert!(lost.name().starts_with("doc:multi:lost:"));
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn lost(&self) -> (String, LostReason) {
+    pub async fn lost(&self) -> LostReason {
         if self.guards.is_empty() {
             // Only after `unlock` began: nothing left to lose.
             return std::future::pending().await;
         }
-        let losses = self
-            .guards
-            .iter()
-            .map(|g| Box::pin(async move { (g.name().to_owned(), g.lost().await) }));
+        let losses = self.guards.iter().map(|g| Box::pin(g.lost()));
         select_all(losses).await.0
     }
 
@@ -580,6 +700,7 @@ impl MultiGuard {
 impl fmt::Debug for MultiGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MultiGuard")
+            .field("name", &self.name)
             .field("guards", &self.guards)
             .finish()
     }

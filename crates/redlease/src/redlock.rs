@@ -15,9 +15,12 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::client::Client;
 use crate::error::Error;
+use crate::front::{self, Patience};
 use crate::guard::LockGuard;
 use crate::lost::LostReason;
+use crate::metrics::Outcome;
 use crate::wait::Attempt;
+use ::metrics::SharedString;
 
 /// The lease when none is given.
 const DEFAULT_LEASE: Duration = Duration::from_secs(10);
@@ -63,7 +66,7 @@ const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:nightly")?
 ///     .lease(Duration::from_secs(30));
 /// let guard = redlock.try_lock_for(Duration::from_secs(5)).await?;
-/// // ... work until guard.valid_until() at the latest ...
+/// // ... work until guard.expires_at() at the latest ...
 /// guard.unlock().await?;
 /// # Ok(())
 /// # }
@@ -72,6 +75,8 @@ const DEFAULT_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 pub struct RedLock {
     clients: Vec<Client>,
     name: String,
+    /// [`crate::metrics::lock_label`] of the name, made once.
+    label: SharedString,
     lease: Duration,
     master_timeout: Duration,
 }
@@ -111,9 +116,11 @@ impl RedLock {
         if clients.is_empty() {
             return Err(Error::invalid("a redlock needs at least one master"));
         }
+        let name = name.into();
         Ok(RedLock {
             clients,
-            name: name.into(),
+            label: crate::metrics::shared_label(&name),
+            name,
             lease: DEFAULT_LEASE,
             master_timeout: DEFAULT_MASTER_TIMEOUT,
         })
@@ -136,7 +143,7 @@ impl RedLock {
     ///     .lease(Duration::from_secs(20));
     /// let guard = redlock.try_lock().await?;
     /// // Valid for less than the lease: the acquire and the drift take their share.
-    /// assert!(guard.valid_until() < Instant::now() + Duration::from_secs(20));
+    /// assert!(guard.expires_at().unwrap() < Instant::now() + Duration::from_secs(20));
     /// guard.unlock().await?;
     /// # Ok(())
     /// # }
@@ -235,10 +242,7 @@ impl RedLock {
     /// # }
     /// ```
     pub async fn try_lock(&self) -> Result<RedLockGuard, Error> {
-        let started = Instant::now();
-        self.attempt()
-            .await?
-            .ok_or_else(|| Error::busy(&self.name, started.elapsed()))
+        self.retry(Patience::Once).await
     }
 
     /// Attempts until `wait` has passed, with a jittered pause between
@@ -274,21 +278,78 @@ impl RedLock {
     /// # }
     /// ```
     pub async fn try_lock_for(&self, wait: Duration) -> Result<RedLockGuard, Error> {
-        let started = Instant::now();
-        let deadline = started + wait;
-        loop {
-            if let Some(guard) = self.attempt().await? {
-                return Ok(guard);
+        self.retry(Patience::within(wait)).await
+    }
+
+    /// Attempts until it is held, as [`try_lock_for`](RedLock::try_lock_for)
+    /// with no time limit.
+    ///
+    /// # Errors
+    ///
+    /// Never busy: only [`is_invalid_argument`](Error::is_invalid_argument)
+    /// for a bad name or lease ends it. Masters down or unreachable are
+    /// attempted again for as long as it waits, so bound it with
+    /// `tokio::time::timeout` if they may stay down.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](RedLock::try_lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// use std::time::Duration;
+    ///
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:lock")?
+    ///     .lease(Duration::from_millis(100));
+    /// let first = redlock.try_lock().await?;
+    /// // Waits for the first holder's 100 ms lease to end.
+    /// let second = tokio::time::timeout(Duration::from_secs(10), redlock.lock())
+    ///     .await
+    ///     .expect("held within 10 s")?;
+    /// assert!(first.is_lost());
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn lock(&self) -> Result<RedLockGuard, Error> {
+        self.retry(Patience::Forever).await
+    }
+
+    /// Attempts until held or `patience` runs out, in the front's span and
+    /// metrics (the masters share no channel to wait on, so the retries
+    /// are its own).
+    async fn retry(&self, patience: Patience) -> Result<RedLockGuard, Error> {
+        let call = async {
+            let started = Instant::now();
+            let deadline = match patience {
+                Patience::Once => Some(started),
+                Patience::Within(wait) => started.checked_add(wait),
+                Patience::Forever => None,
+            };
+            loop {
+                if let Some(guard) = self.attempt().await? {
+                    return Ok((guard, Outcome::Acquired));
+                }
+                let now = Instant::now();
+                if deadline.is_some_and(|deadline| now >= deadline) {
+                    return Err(Error::busy(&self.name, now - started));
+                }
+                // A retry at a random moment, so that contenders that failed
+                // together (each holding a minority) do not retry together.
+                let jitter =
+                    Duration::from_micros(u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 200);
+                let pause = Duration::from_millis(5) + jitter;
+                sleep(deadline.map_or(pause, |deadline| pause.min(deadline - now))).await;
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Error::busy(&self.name, now - started));
-            }
-            // A retry at a random moment, so that contenders that failed
-            // together (each holding a minority) do not retry together.
-            let jitter = Duration::from_micros(u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 200);
-            sleep((Duration::from_millis(5) + jitter).min(deadline - now)).await;
-        }
+        };
+        front::observed("redlock", &self.name, &self.label, call).await
     }
 
     /// One round: every master at once; `None` when no quorum.
@@ -327,11 +388,13 @@ impl RedLock {
             Some(valid_for) if granted.len() >= quorum && !valid_for.is_zero() => {
                 Ok(Some(RedLockGuard {
                     name: self.name.clone(),
-                    guards: granted,
-                    late: keep_late_grants(pending),
+                    members: tokio::sync::Mutex::new(Members {
+                        guards: granted,
+                        late: keep_late_grants(pending),
+                    }),
                     quorum,
                     drift: self.drift(),
-                    valid_until: started + lease - self.drift(),
+                    valid_until: std::sync::Mutex::new(started + lease - self.drift()),
                 }))
             }
             _ => {
@@ -402,7 +465,7 @@ async fn release_all(granted: Vec<LockGuard>) {
 }
 
 /// A [`RedLock`] held by a quorum of masters, valid until
-/// [`valid_until`](RedLockGuard::valid_until).
+/// [`expires_at`](RedLockGuard::expires_at).
 ///
 /// Masters that grant it after the acquire returned (their requests were
 /// still in flight, within the per-master timeout) join the guard as they
@@ -431,7 +494,7 @@ async fn release_all(granted: Vec<LockGuard>) {
 /// let guard = redlock.try_lock().await?;
 /// assert!(guard.masters() >= redlock.quorum());
 /// assert!(!guard.is_lost());
-/// // ... work until guard.valid_until() at the latest ...
+/// // ... work until guard.expires_at() at the latest ...
 /// guard.unlock().await?;
 /// # Ok(())
 /// # }
@@ -440,6 +503,21 @@ async fn release_all(granted: Vec<LockGuard>) {
 #[derive(Debug)]
 pub struct RedLockGuard {
     name: String,
+    /// The masters' guards. An async mutex, held across `extend`'s calls
+    /// so that `extend` takes `&self` as every guard's does.
+    members: tokio::sync::Mutex<Members>,
+    /// N/2 + 1 of all N masters, never of those that happen to hold it:
+    /// a majority of the holders could be a minority of N.
+    quorum: usize,
+    drift: Duration,
+    /// Moved by `extend`; read by `is_lost` and `lost`, never held across
+    /// an await.
+    valid_until: std::sync::Mutex<Instant>,
+}
+
+/// What a [`RedLockGuard`] holds on the masters.
+#[derive(Debug)]
+struct Members {
     /// One per master that granted it, late grants once drained from
     /// `late`.
     guards: Vec<LockGuard>,
@@ -448,11 +526,21 @@ pub struct RedLockGuard {
     /// background task to withdraw what is still in flight and release what
     /// it can no longer hand over.
     late: Option<mpsc::UnboundedReceiver<LockGuard>>,
-    /// N/2 + 1 of all N masters, never of those that happen to hold it:
-    /// a majority of the holders could be a minority of N.
-    quorum: usize,
-    drift: Duration,
-    valid_until: Instant,
+}
+
+impl Members {
+    /// Moves the late grants received so far into `guards`.
+    fn take_late_grants(&mut self) {
+        if let Some(late) = &mut self.late {
+            while let Ok(guard) = late.try_recv() {
+                self.guards.push(guard);
+            }
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.guards.len() + self.late.as_ref().map_or(0, mpsc::UnboundedReceiver::len)
+    }
 }
 
 impl RedLockGuard {
@@ -499,16 +587,41 @@ impl RedLockGuard {
     /// # }
     /// ```
     pub fn masters(&self) -> usize {
-        self.guards.len() + self.late.as_ref().map_or(0, mpsc::UnboundedReceiver::len)
+        // Busy only while `extend` runs, which never lowers the count: the
+        // quorum is the least it can be then.
+        self.members
+            .try_lock()
+            .map_or(self.quorum, |members| members.count())
     }
 
-    /// Moves the late grants received so far into `guards`.
-    fn take_late_grants(&mut self) {
-        if let Some(late) = &mut self.late {
-            while let Ok(guard) = late.try_recv() {
-                self.guards.push(guard);
-            }
-        }
+    /// `None`: each master's token is its own, and together they order
+    /// nothing (see [`RedLock`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let masters: Vec<_> = (0..3).map(|_| redlease_testkit::RedisServer::start()).collect();
+    /// # let a = redlease::Client::connect(&masters[0].url()).await?;
+    /// # let b = redlease::Client::connect(&masters[1].url()).await?;
+    /// # let c = redlease::Client::connect(&masters[2].url()).await?;
+    /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:token")?;
+    /// let guard = redlock.try_lock().await?;
+    /// assert_eq!(guard.fencing_token(), None);
+    /// guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        None
+    }
+
+    fn valid_until(&self) -> Instant {
+        *self
+            .valid_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// When the lock stops being valid by this process's clock (the lease
@@ -529,14 +642,15 @@ impl RedLockGuard {
     /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:valid-until")?
     ///     .lease(Duration::from_secs(10));
     /// let guard = redlock.try_lock().await?;
-    /// let left = guard.valid_until().saturating_duration_since(Instant::now());
+    /// let until = guard.expires_at().expect("a RedLock always ends");
+    /// let left = until.saturating_duration_since(Instant::now());
     /// assert!(left > Duration::from_secs(9) && left < Duration::from_secs(10));
     /// guard.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.valid_until.into_std()
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        Some(self.valid_until().into_std())
     }
 
     /// Whether the validity has ended.
@@ -562,7 +676,7 @@ impl RedLockGuard {
     /// # }
     /// ```
     pub fn is_lost(&self) -> bool {
-        Instant::now() >= self.valid_until
+        Instant::now() >= self.valid_until()
     }
 
     /// Resolves when the validity ends ([`LostReason::Expired`]), unless
@@ -595,8 +709,14 @@ impl RedLockGuard {
     /// # }
     /// ```
     pub async fn lost(&self) -> LostReason {
-        sleep_until(self.valid_until).await;
-        LostReason::Expired
+        // Again after each wake-up: `extend` may have moved the end.
+        loop {
+            let until = self.valid_until();
+            if Instant::now() >= until {
+                return LostReason::Expired;
+            }
+            sleep_until(until).await;
+        }
     }
 
     /// Sets the lease on every master that holds it now (late grants
@@ -628,25 +748,29 @@ impl RedLockGuard {
     ///
     /// let redlock = redlease::RedLock::new([a, b, c], "doc:redlock:extend")?
     ///     .lease(Duration::from_secs(5));
-    /// let mut guard = redlock.try_lock().await?;
-    /// let before = guard.valid_until();
+    /// let guard = redlock.try_lock().await?;
+    /// let before = guard.expires_at();
     /// guard.extend(Duration::from_secs(30)).await?;
-    /// assert!(guard.valid_until() > before);
+    /// assert!(guard.expires_at() > before);
     /// guard.unlock().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn extend(&mut self, lease: Duration) -> Result<(), Error> {
+    pub async fn extend(&self, lease: Duration) -> Result<(), Error> {
         if self.is_lost() {
             return Err(Error::not_owner(&self.name));
         }
-        self.take_late_grants();
+        let mut members = self.members.lock().await;
+        members.take_late_grants();
         let started = Instant::now();
-        let results = join_all(self.guards.iter().map(|g| g.extend(lease))).await;
+        let results = join_all(members.guards.iter().map(|g| g.extend(lease))).await;
         let confirmed = results.iter().filter(|r| r.is_ok()).count();
         let valid_until = started + lease.saturating_sub(self.drift);
         if confirmed >= self.quorum && Instant::now() < valid_until {
-            self.valid_until = valid_until;
+            *self
+                .valid_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = valid_until;
             Ok(())
         } else {
             Err(Error::not_owner(&self.name))
@@ -683,18 +807,19 @@ impl RedLockGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn unlock(mut self) -> Result<(), Error> {
-        if let Some(mut late) = self.late.take() {
+    pub async fn unlock(self) -> Result<(), Error> {
+        let mut members = self.members.into_inner();
+        if let Some(mut late) = members.late.take() {
             // The requests still in flight are heard out (each within its
             // timeout; the channel ends with the last), so that a late grant
             // is released here too: once `unlock` returns, no master holds
             // the lock for this guard.
             while let Some(guard) = late.recv().await {
-                self.guards.push(guard);
+                members.guards.push(guard);
             }
         }
         let mut first = None;
-        for result in join_all(self.guards.into_iter().map(LockGuard::unlock)).await {
+        for result in join_all(members.guards.into_iter().map(LockGuard::unlock)).await {
             if let Err(e) = result {
                 first.get_or_insert(e);
             }

@@ -51,6 +51,17 @@ pub(crate) enum Attempt<T> {
     Short(Option<Duration>),
 }
 
+impl<T> Attempt<T> {
+    /// The same answer with what was acquired turned into `U`.
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Attempt<U> {
+        match self {
+            Attempt::Acquired(t) => Attempt::Acquired(f(t)),
+            Attempt::Busy(ttl) => Attempt::Busy(ttl),
+            Attempt::Short(ttl) => Attempt::Short(ttl),
+        }
+    }
+}
+
 /// A primitive's side of waiting.
 pub(crate) trait Contender: Send {
     /// What a successful attempt gives (a guard, a permit).
@@ -58,6 +69,21 @@ pub(crate) trait Contender: Send {
 
     /// The name in busy errors and spans.
     fn name(&self) -> &str;
+
+    /// The error when the wait ends without success: a busy error, whose
+    /// message a primitive may word its own way.
+    fn busy(&self, waited: Duration) -> Error {
+        Error::busy(self.name(), waited)
+    }
+
+    /// Makes the only attempt of a call that does not wait
+    /// ([`crate::front::Patience::Once`]); by default an ordinary attempt
+    /// (a fair waiter's does not join the queue).
+    fn attempt_once(
+        &mut self,
+    ) -> impl Future<Output = Result<Attempt<Self::Acquired>, Error>> + Send {
+        self.attempt()
+    }
 
     /// Makes one attempt.
     fn attempt(&mut self) -> impl Future<Output = Result<Attempt<Self::Acquired>, Error>> + Send;
@@ -169,7 +195,7 @@ pub(crate) async fn wait<C: Contender>(
                     contender.give_up().await;
                     return Err(holder_ttl
                         .err()
-                        .unwrap_or_else(|| Error::busy(contender.name(), now - started)));
+                        .unwrap_or_else(|| contender.busy(now - started)));
                 }
                 Some(deadline - now)
             }

@@ -279,7 +279,7 @@ impl Shop {
                 .sales
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push((stock, guard.fencing_token()));
+                .push((stock, guard.fencing_token().unwrap_or_default()));
             sold(tally, bar);
             match guard.unlock().await {
                 Ok(()) => {}

@@ -31,7 +31,7 @@ const ACCOUNT: &str = "acct-1";
 /// apart, the token keeps a holder that lost its lock out of the row.
 async fn deposit(lock: &Lock, ledger: &Ledger, amount: i64) -> Result<(), BoxError> {
     let guard = lock.try_lock_for(Duration::from_secs(5)).await?;
-    let token = guard.fencing_token();
+    let token = guard.fencing_token().unwrap();
     let Some(balance) = ledger.claim(ACCOUNT, token).await? else {
         return Err("a newer lock holder has claimed the account".into());
     };
@@ -58,7 +58,7 @@ async fn main() -> Result<(), BoxError> {
     println!("part 1: a holder that paused past its lease");
     let lease = Duration::from_millis(300);
     let a = client.lock(&name).lease(lease).try_lock().await?;
-    let a_token = a.fencing_token();
+    let a_token = a.fencing_token().unwrap();
     let a_read = ledger
         .claim(ACCOUNT, a_token)
         .await?
@@ -71,7 +71,7 @@ async fn main() -> Result<(), BoxError> {
         .lock(&name)
         .try_lock_for(Duration::from_secs(1))
         .await?;
-    let b_token = b.fencing_token();
+    let b_token = b.fencing_token().unwrap();
     let b_read = ledger
         .claim(ACCOUNT, b_token)
         .await?

@@ -4,11 +4,14 @@
 //! need a lock as much as async services do, without a runtime of their
 //! own. This module mirrors the async API type for type: [`Client`],
 //! [`Lock`] (plain, fair, and the sides of a [`ReadWriteLock`]),
-//! [`LockGuard`], [`Semaphore`], [`ExpirableSemaphore`] and
-//! [`PermitGuard`], [`CountDownLatch`], [`MultiLock`] and [`MultiGuard`],
-//! [`RedLock`] and [`RedLockGuard`]. Every call blocks the calling thread
-//! until it is done and behaves as its async twin, whose documentation
-//! says what it does, sends and returns.
+//! [`LockGuard`], [`Semaphore`] and [`SemaphorePermit`],
+//! [`ExpirableSemaphore`] and [`PermitGuard`], [`CountDownLatch`],
+//! [`MultiLock`] and [`MultiGuard`], [`RedLock`] and [`RedLockGuard`].
+//! Every call blocks the calling thread until it is done and behaves as its
+//! async twin, whose documentation says what it does, sends and returns.
+//! The twins are generated from one list (`twin.rs`), so they cannot drift
+//! from the async API: each wraps the async value and runs its method on
+//! the runtime below.
 //!
 //! ```
 //! use std::time::Duration;
@@ -62,6 +65,8 @@ use tokio::runtime::{Handle, Runtime};
 
 use crate::error::Error;
 
+#[macro_use]
+mod twin;
 mod client;
 mod lock;
 mod multi;
@@ -71,7 +76,7 @@ mod semaphore;
 pub use client::Client;
 pub use lock::{Lock, LockGuard, ReadWriteLock};
 pub use multi::{MultiGuard, MultiLock, RedLock, RedLockGuard};
-pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore};
+pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore, SemaphorePermit};
 
 /// The longest a dropped guard blocks its thread to release what it holds
 /// (1 s, the client's default response timeout): long enough for any

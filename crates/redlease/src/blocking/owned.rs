@@ -2,54 +2,17 @@
 //! foreground by the guard's `unlock` or `release`, and by Drop otherwise.
 
 use std::fmt;
-use std::future::Future;
 
 use tokio::runtime::Handle;
 
 use super::{DROP_RELEASE_WAIT, RUNTIME, runtime};
+use crate::contract::Guard;
 use crate::error::Error;
 
-/// An async guard a blocking guard owns: how it is released.
-pub(super) trait Release: Sized {
-    /// The blocking guard's type name, for messages.
-    const NAME: &'static str;
-
-    /// The owner-checked release (`unlock` or `release`).
-    fn release(self) -> impl Future<Output = Result<(), Error>>;
-}
-
-impl Release for crate::LockGuard {
-    const NAME: &'static str = "LockGuard";
-    fn release(self) -> impl Future<Output = Result<(), Error>> {
-        self.unlock()
-    }
-}
-
-impl Release for crate::PermitGuard {
-    const NAME: &'static str = "PermitGuard";
-    fn release(self) -> impl Future<Output = Result<(), Error>> {
-        crate::PermitGuard::release(self)
-    }
-}
-
-impl Release for crate::MultiGuard {
-    const NAME: &'static str = "MultiGuard";
-    fn release(self) -> impl Future<Output = Result<(), Error>> {
-        self.unlock()
-    }
-}
-
-impl Release for crate::RedLockGuard {
-    const NAME: &'static str = "RedLockGuard";
-    fn release(self) -> impl Future<Output = Result<(), Error>> {
-        self.unlock()
-    }
-}
-
 /// The async guard, until [`release`](Owned::release) or Drop takes it.
-pub(super) struct Owned<G: Release>(Option<G>);
+pub(super) struct Owned<G: Guard>(Option<G>);
 
-impl<G: Release> Owned<G> {
+impl<G: Guard> Owned<G> {
     pub(super) fn new(guard: G) -> Owned<G> {
         Owned(Some(guard))
     }
@@ -60,9 +23,10 @@ impl<G: Release> Owned<G> {
             .expect("only release and Drop take the guard, and both consume its owner")
     }
 
-    pub(super) fn get_mut(&mut self) -> &mut G {
+    /// The guard, taken without a release (a permit's `forget`).
+    pub(super) fn take(mut self) -> G {
         self.0
-            .as_mut()
+            .take()
             .expect("only release and Drop take the guard, and both consume its owner")
     }
 
@@ -75,7 +39,7 @@ impl<G: Release> Owned<G> {
             .take()
             .expect("only release and Drop take the guard, and both consume its owner");
         match runtime(what) {
-            Ok(rt) => rt.block_on(guard.release()),
+            Ok(rt) => rt.block_on(Guard::release(guard)),
             Err(e) => {
                 release_on_drop(guard);
                 Err(e)
@@ -84,7 +48,7 @@ impl<G: Release> Owned<G> {
     }
 }
 
-impl<G: Release> Drop for Owned<G> {
+impl<G: Guard> Drop for Owned<G> {
     fn drop(&mut self) {
         if let Some(guard) = self.0.take() {
             release_on_drop(guard);
@@ -98,7 +62,7 @@ impl<G: Release> Drop for Owned<G> {
 /// so hands the release to the background. Inside another runtime, where
 /// blocking is not allowed, the guard is only dropped, with ours entered,
 /// for the same hand-over.
-fn release_on_drop<G: Release>(guard: G) {
+fn release_on_drop<G: Guard>(guard: G) {
     // A guard exists only if a call started the runtime.
     let Some(rt) = RUNTIME.get() else {
         return;
@@ -109,22 +73,28 @@ fn release_on_drop<G: Release>(guard: G) {
         return;
     }
     rt.block_on(async move {
-        match tokio::time::timeout(DROP_RELEASE_WAIT, guard.release()).await {
+        match tokio::time::timeout(DROP_RELEASE_WAIT, Guard::release(guard)).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::debug!(error = %e, "{} dropped: its release failed", G::NAME),
+            Ok(Err(e)) => tracing::debug!(error = %e, "{} dropped: its release failed", short_name::<G>()),
             Err(_) => tracing::debug!(
                 "{} dropped: its release took over {DROP_RELEASE_WAIT:?}; it goes on in the background",
-                G::NAME
+                short_name::<G>()
             ),
         }
     });
 }
 
-impl<G: Release + fmt::Debug> fmt::Debug for Owned<G> {
+impl<G: Guard + fmt::Debug> fmt::Debug for Owned<G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Some(guard) => guard.fmt(f),
-            None => write!(f, "{}(released)", G::NAME),
+            None => write!(f, "{}(released)", short_name::<G>()),
         }
     }
+}
+
+/// `G`'s name without its path, for messages.
+fn short_name<G>() -> &'static str {
+    let name = std::any::type_name::<G>();
+    name.rsplit("::").next().unwrap_or(name)
 }

@@ -53,7 +53,7 @@ pub(super) enum Lease {
 /// # let url = redlease_testkit::RedisServer::shared().url();
 /// let client = redlease::Client::connect(&url).await?;
 /// let exports = client.expirable_semaphore("doc:expirable:guard");
-/// exports.try_set_permits(2).await?;
+/// exports.try_set_total(2).await?;
 /// let permit = exports.acquire().await?; // renewed while it lives
 /// // ... the export ...
 /// permit.release().await?;
@@ -70,8 +70,8 @@ pub struct PermitGuard {
     raw: [u8; 16],
     /// The id as Redisson's API shows it: 32 lowercase hex digits.
     id: String,
-    /// When a fixed lease ends; `None` when renewed.
-    expires_at: Option<Instant>,
+    /// When a fixed lease ends, moved by `extend`; `None` when renewed.
+    expires_at: Option<Mutex<Instant>>,
     /// A renewed permit's renewal task and its deadline.
     renewal: Option<Renewal>,
     /// Set by the renewal task.
@@ -100,7 +100,7 @@ impl PermitGuard {
     pub(super) fn new(client: Client, name: Arc<str>, raw: [u8; 16], lease: Lease) -> PermitGuard {
         let lost = LostSignal::new();
         let (expires_at, renewal) = match lease {
-            Lease::Fixed { expires_at } => (Some(expires_at), None),
+            Lease::Fixed { expires_at } => (Some(Mutex::new(expires_at)), None),
             Lease::Renewed {
                 lease,
                 lease_ms,
@@ -147,7 +147,7 @@ impl PermitGuard {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:id");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.try_acquire().await?;
     /// assert_eq!(permit.id().len(), 32);
     /// assert!(permit.id().bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
@@ -169,7 +169,7 @@ impl PermitGuard {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:guard-name");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.try_acquire().await?;
     /// assert_eq!(permit.name(), "doc:expirable:guard-name");
     /// permit.release().await?;
@@ -208,7 +208,7 @@ impl PermitGuard {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:release");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.try_acquire().await?;
     /// // ... the export ...
     /// match permit.release().await {
@@ -235,6 +235,103 @@ impl PermitGuard {
             self.armed = false;
         }
         result
+    }
+
+    /// When a fixed lease ends by this process's clock; `None` for a
+    /// renewed permit, which holds for as long as the guard lives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:expires-at");
+    /// exports.try_set_total(1).await?;
+    /// let permit = exports.lease(Duration::from_secs(10)).try_acquire().await?;
+    /// assert!(permit.expires_at().unwrap() <= Instant::now() + Duration::from_secs(10));
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        self.fixed_end().map(Instant::into_std)
+    }
+
+    /// When the fixed lease ends now (it moves with `extend`).
+    fn fixed_end(&self) -> Option<Instant> {
+        self.expires_at.as_ref().map(|end| *lock(end))
+    }
+
+    /// Sets a fixed-lease permit's lease to `lease` from now, as Redisson's
+    /// `updateLeaseTime`.
+    ///
+    /// # Errors
+    ///
+    /// [`is_not_owner`](Error::is_not_owner) when the permit is gone
+    /// (expired and reclaimed, released by id) or already counts as lost by
+    /// this guard's clock; [`is_invalid_argument`](Error::is_invalid_argument)
+    /// for a lease under 1 ms or a renewed permit (its renewals keep it);
+    /// connection and server errors as they come (the expiry is then left
+    /// as it was).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the permit extended in Redis while the
+    /// guard keeps its earlier expiry: it errs on the side of stopping early.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:extend");
+    /// exports.try_set_total(1).await?;
+    /// let permit = exports.lease(Duration::from_secs(2)).try_acquire().await?;
+    /// // The export takes longer than planned: 30 s from now.
+    /// permit.extend(Duration::from_secs(30)).await?;
+    /// assert!(permit.expires_at().unwrap() > Instant::now() + Duration::from_secs(20));
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn extend(&self, lease: std::time::Duration) -> Result<(), Error> {
+        let Some(end) = &self.expires_at else {
+            return Err(Error::invalid(
+                "a renewed permit is kept by its renewals; only a fixed lease can be extended",
+            )
+            .with_key(&self.name));
+        };
+        let lease_ms =
+            crate::name::lease_millis("lease", lease).map_err(|e| e.with_key(&self.name))?;
+        if self.is_lost() {
+            return Err(self.gone());
+        }
+        let conn = self.client.conn();
+        let call = scripts::renew(&self.name, &self.raw, lease_ms, conn.publish());
+        let sent = Instant::now();
+        match conn.run::<i64>(&call).await {
+            Ok(1) => {
+                *lock(end) = sent + lease;
+                Ok(())
+            }
+            Ok(_) => Err(self.gone()),
+            Err(e) => Err(Error::from(e).with_key(&self.name)),
+        }
+    }
+
+    fn gone(&self) -> Error {
+        Error::not_owner(&self.name).reworded(format!(
+            "permit {} of semaphore {:?} is gone: it expired, or was released",
+            self.id, self.name
+        ))
     }
 
     /// Resolves when the permit is known or must be assumed no longer
@@ -264,7 +361,7 @@ impl PermitGuard {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:lost");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.lease(Duration::from_millis(50)).try_acquire().await?;
     /// tokio::select! {
     ///     reason = permit.lost() => assert_eq!(reason, LostReason::Expired), // stop work
@@ -274,13 +371,20 @@ impl PermitGuard {
     /// # }
     /// ```
     pub async fn lost(&self) -> LostReason {
-        match self.expires_at {
-            None => self.lost.wait().await,
-            Some(expires_at) => tokio::select! {
-                reason = self.lost.wait() => reason,
-                _ = sleep_until(expires_at) => LostReason::Expired,
-            },
+        if self.expires_at.is_none() {
+            return self.lost.wait().await;
         }
+        // Again after each wake-up: `extend` may have moved the end.
+        while let Some(end) = self.fixed_end() {
+            if Instant::now() >= end {
+                return LostReason::Expired;
+            }
+            tokio::select! {
+                reason = self.lost.wait() => return reason,
+                () = sleep_until(end) => {}
+            }
+        }
+        LostReason::Expired
     }
 
     /// Returns true if [`lost`](PermitGuard::lost) would resolve now, or is
@@ -297,7 +401,7 @@ impl PermitGuard {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:is-lost");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.lease(Duration::from_millis(30)).try_acquire().await?;
     /// assert!(!permit.is_lost());
     /// tokio::time::sleep(Duration::from_millis(60)).await;
@@ -307,7 +411,7 @@ impl PermitGuard {
     /// ```
     pub fn is_lost(&self) -> bool {
         let now = Instant::now();
-        let expired = self.expires_at.is_some_and(|at| now >= at);
+        let expired = self.fixed_end().is_some_and(|at| now >= at);
         let overdue = self
             .renewal
             .as_ref()

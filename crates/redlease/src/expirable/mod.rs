@@ -12,22 +12,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::client::Client;
+use crate::count;
 use crate::error::Error;
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::name;
 use crate::pubsub::Wakes;
 use crate::scripts::expirable::{self as scripts, Acquire, Added, Counts, Release};
-use crate::wait::{self, Attempt, Contender};
+use crate::wait::{Attempt, Contender};
+use ::metrics::SharedString;
 
 pub use guard::PermitGuard;
 use guard::{Lease, Pending};
 
-/// The most permits a semaphore may count: Redisson reads the counts as a
-/// Java `int`.
-const MAX_PERMITS: i64 = i32::MAX as i64;
+/// The most permits a semaphore may count, signed for the checks.
+const MAX_PERMITS: i64 = crate::MAX_PERMITS as i64;
 
 /// A handle to one named expirable semaphore; made by
 /// [`Client::expirable_semaphore`].
@@ -61,7 +62,7 @@ const MAX_PERMITS: i64 = i32::MAX as i64;
 /// # let url = redlease_testkit::RedisServer::shared().url();
 /// let client = redlease::Client::connect(&url).await?;
 /// let exports = client.expirable_semaphore("doc:expirable:exports");
-/// exports.try_set_permits(3).await?; // at most 3 exports at once, fleet-wide
+/// exports.try_set_total(3).await?; // at most 3 exports at once, fleet-wide
 /// let permit = exports.acquire().await?;
 /// // ... the export ...
 /// permit.release().await?;
@@ -73,6 +74,8 @@ const MAX_PERMITS: i64 = i32::MAX as i64;
 pub struct ExpirableSemaphore {
     client: Client,
     name: Arc<str>,
+    /// [`crate::metrics::lock_label`] of the name, made once.
+    label: SharedString,
     /// `None`: renewed like a watchdog-mode lock.
     lease: Option<Duration>,
 }
@@ -101,9 +104,11 @@ impl Client {
     /// ```
     #[must_use = "a semaphore handle does nothing until it is used"]
     pub fn expirable_semaphore(&self, name: impl Into<String>) -> ExpirableSemaphore {
+        let name: Arc<str> = name.into().into();
         ExpirableSemaphore {
             client: self.clone(),
-            name: name.into().into(),
+            label: crate::metrics::shared_label(&name),
+            name,
             lease: None,
         }
     }
@@ -124,7 +129,7 @@ impl ExpirableSemaphore {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:lease");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let short = exports.clone().lease(Duration::from_millis(20));
     /// let _permit = short.try_acquire().await?;
     /// assert_eq!(exports.available_permits().await?, 0);
@@ -164,8 +169,7 @@ impl ExpirableSemaphore {
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name,
-    /// or `permits` above `i32::MAX` (Redisson reads the count as a Java
-    /// `int`); [`is_wrong_type`](Error::is_wrong_type) when the
+    /// or `permits` above [`MAX_PERMITS`](crate::MAX_PERMITS); [`is_wrong_type`](Error::is_wrong_type) when the
     /// key holds something other than an integer; connection and server
     /// errors as they come.
     ///
@@ -182,13 +186,13 @@ impl ExpirableSemaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:try-set");
-    /// assert!(exports.try_set_permits(3).await?); // set here
-    /// assert!(!exports.try_set_permits(10).await?); // set already: left as it is
+    /// assert!(exports.try_set_total(3).await?); // set here
+    /// assert!(!exports.try_set_total(10).await?); // set already: left as it is
     /// assert_eq!(exports.available_permits().await?, 3);
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
+    pub async fn try_set_total(&self, permits: u64) -> Result<bool, Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
         let conn = self.client.conn();
@@ -205,11 +209,11 @@ impl ExpirableSemaphore {
     ///
     /// # Errors
     ///
-    /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    /// As [`try_set_total`](ExpirableSemaphore::try_set_total).
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    /// As [`try_set_total`](ExpirableSemaphore::try_set_total).
     ///
     /// # Examples
     ///
@@ -219,16 +223,16 @@ impl ExpirableSemaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:set");
-    /// exports.try_set_permits(3).await?;
+    /// exports.try_set_total(3).await?;
     /// let permit = exports.try_acquire().await?;
-    /// exports.set_permits(5).await?; // 5 in all: 1 acquired, 4 free
+    /// exports.set_total(5).await?; // 5 in all: 1 acquired, 4 free
     /// assert_eq!(exports.available_permits().await?, 4);
     /// assert_eq!(exports.acquired_permits().await?, 1);
     /// permit.release().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
+    pub async fn set_total(&self, permits: u64) -> Result<(), Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
         let conn = self.client.conn();
@@ -247,11 +251,11 @@ impl ExpirableSemaphore {
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name,
     /// or when the free count would leave the range of a Java `int` (nothing
     /// is changed then); [`is_wrong_type`](Error::is_wrong_type) as
-    /// [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    /// [`try_set_total`](ExpirableSemaphore::try_set_total).
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    /// As [`try_set_total`](ExpirableSemaphore::try_set_total).
     ///
     /// # Examples
     ///
@@ -292,7 +296,7 @@ impl ExpirableSemaphore {
     ///
     /// # Errors
     ///
-    /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits), for the
+    /// As [`try_set_total`](ExpirableSemaphore::try_set_total), for the
     /// name and the key's type.
     ///
     /// # Cancel safety
@@ -309,7 +313,7 @@ impl ExpirableSemaphore {
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:available");
     /// assert_eq!(exports.available_permits().await?, 0); // never set
-    /// exports.try_set_permits(2).await?;
+    /// exports.try_set_total(2).await?;
     /// let permit = exports.try_acquire().await?;
     /// assert_eq!(exports.available_permits().await?, 1);
     /// permit.release().await?;
@@ -339,7 +343,7 @@ impl ExpirableSemaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:acquired");
-    /// exports.try_set_permits(2).await?;
+    /// exports.try_set_total(2).await?;
     /// let permit = exports.try_acquire().await?;
     /// assert_eq!(exports.acquired_permits().await?, 1); // by any client
     /// permit.release().await?;
@@ -364,11 +368,11 @@ impl ExpirableSemaphore {
     /// acquired (released, or reclaimed after it expired) or it had expired
     /// (it is returned to the pool all the same);
     /// [`is_wrong_type`](Error::is_wrong_type) as
-    /// [`try_set_permits`](ExpirableSemaphore::try_set_permits).
+    /// [`try_set_total`](ExpirableSemaphore::try_set_total).
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_permits`](ExpirableSemaphore::try_set_permits): the
+    /// As [`try_set_total`](ExpirableSemaphore::try_set_total): the
     /// permit is released or not.
     ///
     /// # Examples
@@ -379,7 +383,7 @@ impl ExpirableSemaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:release-by-id");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.try_acquire().await?;
     /// let id = permit.id().to_owned(); // handed over, to a Java service say
     /// exports.release_by_id(&id).await?;
@@ -430,7 +434,7 @@ impl ExpirableSemaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:try-acquire");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let permit = exports.try_acquire().await?;
     /// let busy = exports.try_acquire().await.unwrap_err(); // none left
     /// assert!(busy.is_busy());
@@ -439,15 +443,7 @@ impl ExpirableSemaphore {
     /// # }
     /// ```
     pub async fn try_acquire(&self) -> Result<PermitGuard, Error> {
-        self.observed(async {
-            let lease_ms = self.prepare()?;
-            let started = Instant::now();
-            match self.attempt(lease_ms).await? {
-                Attempt::Acquired(guard) => Ok(guard),
-                Attempt::Busy(_) | Attempt::Short(_) => Err(busy(&self.name, started.elapsed())),
-            }
-        })
-        .await
+        front::acquire(self, Patience::Once).await
     }
 
     /// Tries to acquire a permit until `wait` has passed.
@@ -485,7 +481,7 @@ impl ExpirableSemaphore {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:try-acquire-for");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// let first = exports.try_acquire_for(Duration::from_secs(5)).await?;
     ///
     /// // The holder releases in another task; the waiter wakes at its message.
@@ -496,10 +492,7 @@ impl ExpirableSemaphore {
     /// # }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<PermitGuard, Error> {
-        if wait.is_zero() {
-            return self.try_acquire().await;
-        }
-        self.observed(self.wait(Some(wait))).await
+        front::acquire(self, Patience::within(wait)).await
     }
 
     /// Waits until a permit is acquired, as
@@ -526,7 +519,7 @@ impl ExpirableSemaphore {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.expirable_semaphore("doc:expirable:acquire");
-    /// exports.try_set_permits(1).await?;
+    /// exports.try_set_total(1).await?;
     /// // Bounded, in case Redis stays down.
     /// let permit = tokio::time::timeout(Duration::from_secs(10), exports.acquire())
     ///     .await
@@ -536,21 +529,7 @@ impl ExpirableSemaphore {
     /// # }
     /// ```
     pub async fn acquire(&self) -> Result<PermitGuard, Error> {
-        self.observed(self.wait(None)).await
-    }
-
-    async fn wait(&self, wait: Option<Duration>) -> Result<PermitGuard, Error> {
-        let lease_ms = self.prepare()?;
-        let mut waiter = Waiter {
-            semaphore: self,
-            lease_ms,
-        };
-        wait::wait(&self.client, &mut waiter, wait)
-            .await
-            .map_err(|e| match e.waited() {
-                Some(waited) if e.is_busy() => busy(&self.name, waited),
-                _ => e,
-            })
+        front::acquire(self, Patience::Forever).await
     }
 
     /// Runs one acquire script call: a new permit id, armed for release
@@ -637,15 +616,9 @@ impl ExpirableSemaphore {
         name::validate(&self.name).map_err(|e| e.with_key(&self.name))
     }
 
-    /// Checks a permit count against `min..=i32::MAX`.
+    /// Checks a permit count against `min..=`[`MAX_PERMITS`](crate::MAX_PERMITS).
     fn check_count(&self, what: &str, permits: i64, min: i64) -> Result<i64, Error> {
-        if (min..=MAX_PERMITS).contains(&permits) {
-            return Ok(permits);
-        }
-        Err(Error::invalid(format!(
-            "{what} must be between {min} and {MAX_PERMITS} (a java int), but found {permits}"
-        ))
-        .with_key(&self.name))
+        count::check_permits(what, permits, min).map_err(|e| e.with_key(&self.name))
     }
 
     /// Validates the name and lease; returns the lease to request, in ms.
@@ -657,36 +630,11 @@ impl ExpirableSemaphore {
         }
         .map_err(|e| e.with_key(&self.name))
     }
-
-    /// Runs an acquire in an `acquire` span that records its outcome.
-    async fn observed(
-        &self,
-        call: impl Future<Output = Result<PermitGuard, Error>>,
-    ) -> Result<PermitGuard, Error> {
-        let span = tracing::debug_span!(
-            "acquire",
-            key = %self.name,
-            primitive = "expirable_semaphore",
-            outcome = tracing::field::Empty,
-        );
-        let result = call.instrument(span.clone()).await;
-        let outcome = match &result {
-            Ok(_) => "acquired",
-            Err(e) if e.is_busy() => "busy",
-            Err(_) => "error",
-        };
-        span.record("outcome", outcome);
-        result
-    }
 }
 
 /// A busy error in a semaphore's words.
 fn busy(name: &str, waited: Duration) -> Error {
-    Error::busy(name, waited).reworded(format!(
-        "semaphore {} has no free permit (waited {})",
-        crate::error::quoted(name),
-        crate::error::human(waited)
-    ))
+    count::too_few_permits(name, waited)
 }
 
 /// A release reply as the API reports it.
@@ -724,8 +672,35 @@ fn from_hex(hex: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The acquires, as the front drives them.
+impl front::Primitive for ExpirableSemaphore {
+    type Guard = PermitGuard;
+    type Contender<'a> = Waiter<'a>;
+
+    const KIND: &'static str = "expirable semaphore";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &SharedString {
+        &self.label
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn begin(&self, _: Patience) -> Result<Begin<PermitGuard, Waiter<'_>>, Error> {
+        Ok(Begin::Contend(Waiter {
+            semaphore: self,
+            lease_ms: self.prepare()?,
+        }))
+    }
+}
+
 /// A waiting acquire, as the waiting engine drives it.
-struct Waiter<'a> {
+pub(crate) struct Waiter<'a> {
     semaphore: &'a ExpirableSemaphore,
     lease_ms: u64,
 }
@@ -735,6 +710,10 @@ impl Contender for Waiter<'_> {
 
     fn name(&self) -> &str {
         &self.semaphore.name
+    }
+
+    fn busy(&self, waited: Duration) -> Error {
+        busy(&self.semaphore.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<PermitGuard>, Error> {
@@ -798,7 +777,7 @@ mod tests {
         assert_eq!(e.waited(), Some(Duration::from_millis(5)));
         assert_eq!(
             e.to_string(),
-            "semaphore \"jobs\" has no free permit (waited 5ms)"
+            "semaphore \"jobs\" has too few permits available (waited 5ms)"
         );
     }
 

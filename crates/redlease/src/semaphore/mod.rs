@@ -1,5 +1,6 @@
 //! [`Semaphore`]: Redisson's `RSemaphore`, a fleet-wide "at most N at
-//! once", and its single acquire attempt. Waiting is the waiting engine's
+//! once", and its single acquire attempt; the permits it hands out are a
+//! [`SemaphorePermit`] (`permit.rs`). Waiting is the waiting engine's
 //! ([`crate::wait`]).
 
 use std::sync::Arc;
@@ -12,10 +13,16 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::semaphore::{self as scripts, Counted, SetIfMissing, Taken};
-use crate::wait::{self, Attempt, Contender};
+use crate::wait::{Attempt, Contender};
+use ::metrics::SharedString;
+
+mod permit;
+
+pub use permit::SemaphorePermit;
 
 /// A handle to one named semaphore, Redisson's `RSemaphore`; made by
 /// [`Client::semaphore`].
@@ -41,8 +48,8 @@ use crate::wait::{self, Attempt, Contender};
 ///
 /// # Limits
 ///
-/// Counts are at most 2^53 - 1 ([`MAX_COUNT`](crate::MAX_COUNT)), the largest integer the
-/// scripts' Lua numbers hold exactly. A semaphore never waits for replicas,
+/// Counts are at most `i32::MAX` ([`MAX_PERMITS`](crate::MAX_PERMITS)), as
+/// Redisson reads them. A semaphore never waits for replicas,
 /// even when the client
 /// [requires them](crate::ClientBuilder::require_replicas): its scripts
 /// run on the master alone, as Redisson's would without `syncedEval`.
@@ -61,11 +68,10 @@ use crate::wait::{self, Attempt, Contender};
 ///
 /// let client = redlease::Client::connect(&url).await?;
 /// let exports = client.semaphore("doc:semaphore:exports");
-/// exports.try_set_permits(2).await?; // at most 2 exports at once, fleet-wide
-/// if exports.try_acquire_for(1, Duration::from_secs(5)).await? {
-///     // ... the export ...
-///     exports.release(1).await?;
-/// }
+/// exports.try_set_available(2).await?; // at most 2 exports at once, fleet-wide
+/// let permit = exports.try_acquire_for(1, Duration::from_secs(5)).await?;
+/// // ... the export ...
+/// permit.release().await?;
 /// assert_eq!(exports.available_permits().await?, 2);
 /// # Ok(())
 /// # }
@@ -74,6 +80,8 @@ use crate::wait::{self, Attempt, Contender};
 pub struct Semaphore {
     client: Client,
     name: Arc<str>,
+    /// [`crate::metrics::lock_label`] of the name, made once.
+    label: SharedString,
 }
 
 /// The semaphore handles a client makes.
@@ -99,9 +107,11 @@ impl Client {
     /// ```
     #[must_use = "a semaphore handle does nothing until it is used"]
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        let name: Arc<str> = name.into().into();
         Semaphore {
             client: self.clone(),
-            name: name.into().into(),
+            label: crate::metrics::shared_label(&name),
+            name,
         }
     }
 }
@@ -128,12 +138,13 @@ impl Semaphore {
     /// Sets the number of available permits to `permits` if the semaphore
     /// has none set yet (its key is missing), and announces them to
     /// waiters. Returns true if and only if it was set. Redisson's
-    /// `trySetPermits`.
+    /// `trySetPermits` (a semaphore's count is what is available: the
+    /// permits taken are nowhere recorded).
     ///
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name or
-    /// more than [`MAX_COUNT`](crate::MAX_COUNT) permits;
+    /// more than [`MAX_PERMITS`](crate::MAX_PERMITS) permits;
     /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
     /// type or a string that is not an integer; connection and server
     /// errors as they come.
@@ -152,19 +163,19 @@ impl Semaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:try-set");
-    /// assert!(exports.try_set_permits(4).await?); // set here
-    /// assert!(!exports.try_set_permits(10).await?); // set already: left as it is
+    /// assert!(exports.try_set_available(4).await?); // set here
+    /// assert!(!exports.try_set_available(10).await?); // set already: left as it is
     /// assert_eq!(exports.available_permits().await?, 4);
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn try_set_permits(&self, permits: u64) -> Result<bool, Error> {
-        let permits = count::check_count("permits", permits, 0)?;
+    pub async fn try_set_available(&self, permits: u64) -> Result<bool, Error> {
+        let permits = count::check_permits_u64("permits", permits, 0)?;
         let conn = self.conn()?;
         let call = scripts::try_set_permits(&self.name, permits, conn.publish());
         let set = self
             .run::<SetIfMissing>(conn, call)
-            .instrument(self.span("try_set_permits", permits))
+            .instrument(self.span("try_set_available", permits))
             .await?;
         match set {
             SetIfMissing::Set => Ok(true),
@@ -185,12 +196,12 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// As [`try_set_permits`](Semaphore::try_set_permits): a key of another
+    /// As [`try_set_available`](Semaphore::try_set_available): a key of another
     /// type or a string that is not an integer is left untouched.
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_permits`](Semaphore::try_set_permits).
+    /// As [`try_set_available`](Semaphore::try_set_available).
     ///
     /// # Examples
     ///
@@ -200,18 +211,18 @@ impl Semaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:set");
-    /// exports.try_set_permits(4).await?;
-    /// exports.set_permits(2).await?; // whatever it was
+    /// exports.try_set_available(4).await?;
+    /// exports.set_available(2).await?; // whatever it was
     /// assert_eq!(exports.available_permits().await?, 2);
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn set_permits(&self, permits: u64) -> Result<(), Error> {
-        let permits = count::check_count("permits", permits, 0)?;
+    pub async fn set_available(&self, permits: u64) -> Result<(), Error> {
+        let permits = count::check_permits_u64("permits", permits, 0)?;
         let conn = self.conn()?;
         let call = scripts::set_permits(&self.name, permits, conn.publish());
         self.changed(conn, call)
-            .instrument(self.span("set_permits", permits))
+            .instrument(self.span("set_available", permits))
             .await
     }
 
@@ -223,12 +234,12 @@ impl Semaphore {
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) when `delta` is
-    /// beyond ±[`MAX_COUNT`](crate::MAX_COUNT); otherwise as
-    /// [`try_set_permits`](Semaphore::try_set_permits).
+    /// beyond ±[`MAX_PERMITS`](crate::MAX_PERMITS); otherwise as
+    /// [`try_set_available`](Semaphore::try_set_available).
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_permits`](Semaphore::try_set_permits): once polled, the
+    /// As [`try_set_available`](Semaphore::try_set_available): once polled, the
     /// permits are added exactly once even if the future is dropped.
     ///
     /// # Examples
@@ -242,12 +253,12 @@ impl Semaphore {
     /// exports.add_permits(3).await?; // a missing key counts as 0
     /// exports.add_permits(-5).await?; // may go below zero
     /// assert_eq!(exports.available_permits().await?, -2);
-    /// assert!(!exports.try_acquire(1).await?);
+    /// assert!(exports.try_acquire(1).await.unwrap_err().is_busy());
     /// # Ok(())
     /// # }
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
-        count::check_count("the change of permits", delta.unsigned_abs(), 0)?;
+        count::check_permits("the change of permits", delta, -(crate::MAX_PERMITS as i64))?;
         let conn = self.conn()?;
         let call = scripts::add_permits(&self.name, delta, conn.publish());
         let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.name, delta);
@@ -279,9 +290,10 @@ impl Semaphore {
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:available");
     /// assert_eq!(exports.available_permits().await?, 0); // never set
-    /// exports.try_set_permits(3).await?;
-    /// exports.acquire(2).await?;
+    /// exports.try_set_available(3).await?;
+    /// let permit = exports.acquire(2).await?;
     /// assert_eq!(exports.available_permits().await?, 1);
+    /// permit.release().await?;
     /// # Ok(())
     /// # }
     /// ```
@@ -293,13 +305,15 @@ impl Semaphore {
             .ok_or_else(|| self.not_a_count())
     }
 
-    /// Makes one attempt to take `permits` permits. Returns true if and only
-    /// if they were taken; false, with nothing taken, if fewer are available.
+    /// Makes one attempt to take `permits` permits, held by the
+    /// [`SemaphorePermit`] returned until it is released or dropped.
     ///
     /// # Errors
     ///
+    /// [`is_busy`](Error::is_busy) when fewer are available, with nothing
+    /// taken;
     /// [`is_invalid_argument`](Error::is_invalid_argument) for a bad name, 0
-    /// permits or more than [`MAX_COUNT`](crate::MAX_COUNT);
+    /// permits or more than [`MAX_PERMITS`](crate::MAX_PERMITS);
     /// [`is_wrong_type`](Error::is_wrong_type) when the key holds another
     /// type or a string that is not an integer; connection and server
     /// errors as they come. Nothing is taken when an error is returned, except as below.
@@ -323,25 +337,20 @@ impl Semaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:try-acquire");
-    /// exports.try_set_permits(1).await?;
-    /// assert!(exports.try_acquire(1).await?);
-    /// assert!(!exports.try_acquire(1).await?); // none left: nothing taken
-    /// exports.release(1).await?;
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire(1).await?;
+    /// let none_left = exports.try_acquire(1).await.unwrap_err(); // nothing taken
+    /// assert!(none_left.is_busy());
+    /// permit.release().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn try_acquire(&self, permits: u64) -> Result<bool, Error> {
-        let permits = count::check_count("permits", permits, 1)?;
-        let conn = self.conn()?;
-        let span = self.span("try_acquire", permits);
-        match self.attempt(conn, permits).instrument(span).await? {
-            Attempt::Acquired(()) => Ok(true),
-            Attempt::Busy(_) | Attempt::Short(_) => Ok(false),
-        }
+    pub async fn try_acquire(&self, permits: u64) -> Result<SemaphorePermit, Error> {
+        front::acquire(&self.request(permits), Patience::Once).await
     }
 
-    /// Tries to take `permits` permits until `wait` has passed. Returns
-    /// true if and only if they were taken.
+    /// Tries to take `permits` permits until `wait` has passed, held by the
+    /// [`SemaphorePermit`] returned.
     ///
     /// After a first failed attempt the waiter subscribes to the
     /// semaphore's channel (shared with the client's other waiters on it),
@@ -354,9 +363,10 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// As [`try_acquire`](Semaphore::try_acquire). Lost connections and
-    /// time-outs are retried until the wait ends, and then reported as they
-    /// are; any other error ends the wait at once.
+    /// As [`try_acquire`](Semaphore::try_acquire): busy when the wait ended
+    /// with too few available. Lost connections and time-outs are retried
+    /// until the wait ends, and then reported as they are; any other error
+    /// ends the wait at once.
     ///
     /// # Cancel safety
     ///
@@ -376,25 +386,22 @@ impl Semaphore {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:try-acquire-for");
-    /// exports.try_set_permits(1).await?;
-    /// assert!(exports.try_acquire_for(1, Duration::from_secs(5)).await?);
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire_for(1, Duration::from_secs(5)).await?;
     ///
     /// // Another task gives the permit back; the waiter wakes at its message.
-    /// let releaser = exports.clone();
-    /// tokio::spawn(async move { releaser.release(1).await });
-    /// assert!(exports.try_acquire_for(1, Duration::from_secs(5)).await?);
+    /// tokio::spawn(permit.release());
+    /// let again = exports.try_acquire_for(1, Duration::from_secs(5)).await?;
+    /// again.release().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn try_acquire_for(&self, permits: u64, wait: Duration) -> Result<bool, Error> {
-        if wait.is_zero() {
-            return self.try_acquire(permits).await;
-        }
-        match self.wait(permits, Some(wait)).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_busy() => Ok(false),
-            Err(e) => Err(e),
-        }
+    pub async fn try_acquire_for(
+        &self,
+        permits: u64,
+        wait: Duration,
+    ) -> Result<SemaphorePermit, Error> {
+        front::acquire(&self.request(permits), Patience::within(wait)).await
     }
 
     /// Waits until `permits` permits are taken, as
@@ -402,7 +409,7 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// As [`try_acquire`](Semaphore::try_acquire); lost connections and
+    /// Never busy; otherwise as [`try_acquire`](Semaphore::try_acquire); lost connections and
     /// time-outs are retried (with backoff up to 256 ms) for as long as it
     /// waits, so bound it with `tokio::time::timeout` if Redis may stay
     /// down.
@@ -421,23 +428,28 @@ impl Semaphore {
     ///
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:acquire");
-    /// exports.try_set_permits(2).await?;
+    /// exports.try_set_available(2).await?;
     /// // Bounded, in case Redis stays down.
-    /// tokio::time::timeout(Duration::from_secs(10), exports.acquire(2))
+    /// let permit = tokio::time::timeout(Duration::from_secs(10), exports.acquire(2))
     ///     .await
     ///     .expect("two permits within 10 s")?;
     /// assert_eq!(exports.available_permits().await?, 0);
+    /// permit.release().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn acquire(&self, permits: u64) -> Result<(), Error> {
-        self.wait(permits, None).await
+    pub async fn acquire(&self, permits: u64) -> Result<SemaphorePermit, Error> {
+        front::acquire(&self.request(permits), Patience::Forever).await
     }
 
     /// Gives `permits` permits back and publishes the new available count,
     /// which wakes up to that many waiters per client. Any client may
     /// release, whether it acquired or not, as in Redisson: releasing
-    /// permits that were never acquired raises the count.
+    /// permits that were never acquired raises the count. This is the raw
+    /// release, for permits taken elsewhere (a
+    /// [forgotten](SemaphorePermit::forget) permit, another process, a Java
+    /// service); permits this process holds are given back by their
+    /// [`SemaphorePermit`].
     ///
     /// # Errors
     ///
@@ -459,17 +471,17 @@ impl Semaphore {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// let exports = client.semaphore("doc:semaphore:release");
-    /// exports.try_set_permits(1).await?;
-    /// if exports.try_acquire(1).await? {
-    ///     // ... the export ...
-    ///     exports.release(1).await?;
-    /// }
+    /// exports.try_set_available(1).await?;
+    /// // Taken here and left taken, to be given back by someone else.
+    /// let taken = exports.try_acquire(1).await?.forget();
+    /// assert_eq!(exports.available_permits().await?, 0);
+    /// exports.release(taken).await?;
     /// assert_eq!(exports.available_permits().await?, 1);
     /// # Ok(())
     /// # }
     /// ```
     pub async fn release(&self, permits: u64) -> Result<(), Error> {
-        let permits = count::check_count("permits", permits, 1)?;
+        let permits = count::check_permits_u64("permits", permits, 1)?;
         let conn = self.conn()?;
         let call = scripts::release(&self.name, permits, conn.publish());
         self.changed(conn, call)
@@ -477,19 +489,15 @@ impl Semaphore {
             .await
     }
 
-    /// The waiting acquire, through the waiting engine.
-    async fn wait(&self, permits: u64, wait: Option<Duration>) -> Result<(), Error> {
-        let permits = count::check_count("permits", permits, 1)?;
-        let conn = self.conn()?;
-        let mut waiter = Waiter {
-            semaphore: self,
-            conn,
+    /// An acquire of `permits`, for the front. It owns a handle (a few
+    /// reference counts): a borrowed one would give the acquire's future a
+    /// lifetime of its own, which `tokio::spawn`'s `Send` check cannot see
+    /// through.
+    fn request(&self, permits: u64) -> Request {
+        Request {
+            semaphore: self.clone(),
             permits,
-        };
-        let span = self.span("acquire", permits);
-        wait::wait(&self.client, &mut waiter, wait)
-            .instrument(span)
-            .await
+        }
     }
 
     /// Runs the acquire script once, in a task of its own so that a
@@ -579,22 +587,61 @@ impl Semaphore {
     }
 }
 
+/// An acquire of some permits, as the front drives it.
+struct Request {
+    semaphore: Semaphore,
+    permits: u64,
+}
+
+impl front::Primitive for Request {
+    type Guard = SemaphorePermit;
+    type Contender<'a> = Waiter<'a>;
+
+    const KIND: &'static str = "semaphore";
+
+    fn name(&self) -> &str {
+        &self.semaphore.name
+    }
+
+    fn label(&self) -> &SharedString {
+        &self.semaphore.label
+    }
+
+    fn client(&self) -> &Client {
+        &self.semaphore.client
+    }
+
+    async fn begin(&self, _: Patience) -> Result<Begin<SemaphorePermit, Waiter<'_>>, Error> {
+        let permits = count::check_permits_u64("permits", self.permits, 1)?;
+        Ok(Begin::Contend(Waiter {
+            semaphore: &self.semaphore,
+            conn: self.semaphore.conn()?,
+            permits,
+        }))
+    }
+}
+
 /// A semaphore's waiting acquire, as the waiting engine drives it.
-struct Waiter<'a> {
+pub(crate) struct Waiter<'a> {
     semaphore: &'a Semaphore,
     conn: &'a Connection,
     permits: u64,
 }
 
 impl Contender for Waiter<'_> {
-    type Acquired = ();
+    type Acquired = SemaphorePermit;
 
     fn name(&self) -> &str {
         &self.semaphore.name
     }
 
-    async fn attempt(&mut self) -> Result<Attempt<()>, Error> {
-        self.semaphore.attempt(self.conn, self.permits).await
+    fn busy(&self, waited: Duration) -> Error {
+        busy(&self.semaphore.name, waited)
+    }
+
+    async fn attempt(&mut self) -> Result<Attempt<SemaphorePermit>, Error> {
+        let attempt = self.semaphore.attempt(self.conn, self.permits).await?;
+        Ok(attempt.map(|()| SemaphorePermit::new(self.semaphore.clone(), self.permits)))
     }
 
     fn channel(&self) -> String {
@@ -617,8 +664,13 @@ impl Contender for Waiter<'_> {
     async fn give_up(&mut self) {}
 }
 
+/// The busy error of a semaphore: too few permits available.
+fn busy(name: &str, waited: Duration) -> Error {
+    count::too_few_permits(name, waited)
+}
+
 /// Permits to give back: an acquire that took them for a caller that is
-/// gone.
+/// gone, or a [`SemaphorePermit`] dropped unreleased.
 #[derive(Clone)]
 struct GiveBack {
     conn: Connection,
@@ -627,6 +679,14 @@ struct GiveBack {
 }
 
 impl GiveBack {
+    fn of(semaphore: &Semaphore, permits: u64) -> GiveBack {
+        GiveBack {
+            conn: semaphore.client.conn().clone(),
+            name: semaphore.name.clone(),
+            permits,
+        }
+    }
+
     /// Releases the permits in the background; without a runtime (it is
     /// shutting down), they stay taken.
     fn run(&self) {

@@ -58,7 +58,7 @@ async fn a_user_from_the_acl_rules_can_run_every_lock_operation_on_its_prefix() 
         format!("{PREFIX}{{{}}}", unique("tag")),
     ] {
         let held = a.lock(&name).try_lock().await.unwrap();
-        let first = held.fencing_token();
+        let first = held.fencing_token().unwrap();
         assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
         let waiter = tokio::spawn({
             let lock = b.lock(&name);
@@ -70,7 +70,7 @@ async fn a_user_from_the_acl_rules_can_run_every_lock_operation_on_its_prefix() 
         assert!(held.is_held().await.unwrap());
         held.unlock().await.unwrap();
         let next = waiter.await.unwrap().unwrap();
-        assert!(next.fencing_token() > first);
+        assert!(next.fencing_token().unwrap() > first);
         next.unlock().await.unwrap();
     }
     // The fair lock: queue, waiter channel, abandon.
@@ -219,20 +219,20 @@ async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix()
 
     let name = unique("orders:sem");
     let sem = a.semaphore(&name);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(sem.try_acquire(1).await.unwrap());
+    assert!(sem.try_set_available(1).await.unwrap());
+    sem.try_acquire(1).await.unwrap().forget();
     let waiter = tokio::spawn({
         let sem = b.semaphore(&name);
         async move { sem.try_acquire_for(1, Duration::from_secs(10)).await }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     sem.release(1).await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap().forget();
     assert_eq!(sem.available_permits().await.unwrap(), 0);
 
     let name = unique("orders:permits");
     let permits = a.expirable_semaphore(&name);
-    assert!(permits.try_set_permits(1).await.unwrap());
+    assert!(permits.try_set_total(1).await.unwrap());
     let held = permits.try_acquire().await.unwrap();
     let waiter = tokio::spawn({
         let permits = b.expirable_semaphore(&name);
@@ -252,7 +252,7 @@ async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix()
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     latch.count_down().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap();
 }
 
 /// The string layout (#17) under the same rules, on Redis 7.0 (scripts)

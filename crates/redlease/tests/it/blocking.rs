@@ -41,7 +41,10 @@ fn threads_exclude_each_other_under_load() {
                         .try_lock_for(Duration::from_secs(10))
                         .unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-                    tokens.lock().unwrap().push(guard.fencing_token());
+                    tokens
+                        .lock()
+                        .unwrap()
+                        .push(guard.fencing_token().expect("a lock has a token"));
                     let n: Option<u64> = redis::cmd("GET").arg(&counter).query(&mut conn).unwrap();
                     thread::yield_now();
                     redis::cmd("SET")
@@ -328,12 +331,13 @@ fn read_write_lock_from_threads() {
 }
 
 /// The semaphore's twin: with 3 permits and 6 threads, never more than 3
-/// holders at once, and every permit back at the end.
+/// holders at once, and every permit back at the end; a permit dropped is
+/// back when Drop returns, one forgotten is not.
 #[test]
 fn semaphore_bounds_threads() {
     let name = unique("blocking-semaphore");
     let setup = client().semaphore(&name);
-    assert!(setup.try_set_permits(3).unwrap());
+    assert!(setup.try_set_available(3).unwrap());
     let inside = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..6)
@@ -341,12 +345,13 @@ fn semaphore_bounds_threads() {
             let (sem, inside, most) = (client().semaphore(&name), inside.clone(), most.clone());
             thread::spawn(move || {
                 for _ in 0..5 {
-                    assert!(sem.try_acquire_for(1, Duration::from_secs(10)).unwrap());
+                    let permit = sem.try_acquire_for(1, Duration::from_secs(10)).unwrap();
+                    assert_eq!(permit.permits(), 1);
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     thread::sleep(Duration::from_millis(2));
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    sem.release(1).unwrap();
+                    permit.release().unwrap();
                 }
             })
         })
@@ -357,10 +362,25 @@ fn semaphore_bounds_threads() {
     assert!(most.load(Ordering::SeqCst) <= 3);
     assert_eq!(setup.available_permits().unwrap(), 3);
     setup.add_permits(-1).unwrap();
-    assert!(!setup.try_acquire(3).unwrap());
-    setup.set_permits(1).unwrap();
-    setup.acquire(1).unwrap();
+    assert!(setup.try_acquire(3).unwrap_err().is_busy());
+    let e = setup
+        .try_acquire_for(3, Duration::from_millis(50))
+        .unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    let permit = setup.try_acquire(2).unwrap();
+    assert_eq!(permit.name(), name);
+    drop(permit);
+    assert_eq!(
+        setup.available_permits().unwrap(),
+        2,
+        "dropped permits not back"
+    );
+    setup.set_available(1).unwrap();
+    let taken = setup.acquire(1).unwrap().forget();
+    assert_eq!(taken, 1);
     assert_eq!(setup.available_permits().unwrap(), 0);
+    setup.release(taken).unwrap();
+    assert_eq!(setup.available_permits().unwrap(), 1);
 }
 
 /// The expirable semaphore's twin: a permit dropped is back at once, one
@@ -368,10 +388,11 @@ fn semaphore_bounds_threads() {
 #[test]
 fn expirable_semaphore_permits_come_back() {
     let client = client();
+    let name = unique("blocking-expirable");
     let slots = client
-        .expirable_semaphore(unique("blocking-expirable"))
+        .expirable_semaphore(&name)
         .lease(Duration::from_secs(30));
-    slots.try_set_permits(1).unwrap();
+    slots.try_set_total(1).unwrap();
     let permit = slots.try_acquire().unwrap();
     assert_eq!(slots.acquired_permits().unwrap(), 1);
     assert!(slots.try_acquire().unwrap_err().is_busy());
@@ -386,7 +407,16 @@ fn expirable_semaphore_permits_come_back() {
     assert!(permit.release().unwrap_err().is_not_owner());
     let permit = slots.acquire().unwrap();
     assert_eq!(permit.lost(Duration::from_millis(20)).unwrap(), None);
+    let end = permit.expires_at().expect("a fixed lease ends");
+    assert!(end <= Instant::now() + Duration::from_secs(30));
     permit.release().unwrap();
+    let permit = slots.try_acquire().unwrap();
+    slots.set_total(2).unwrap();
+    assert_eq!(slots.available_permits().unwrap(), 1);
+    permit.release().unwrap();
+    let renewed = client.expirable_semaphore(&name).try_acquire().unwrap();
+    assert_eq!(renewed.expires_at(), None, "a renewed permit has no end");
+    renewed.release().unwrap();
 }
 
 /// The latch's twin: a waiting thread wakes when the others count down.
@@ -403,8 +433,12 @@ fn latch_from_threads() {
         thread::sleep(Duration::from_millis(20));
         latch.count_down().unwrap();
     }
-    assert!(waiter.join().unwrap().unwrap());
+    waiter.join().unwrap().unwrap();
     assert_eq!(latch.count().unwrap(), 0);
+    assert!(latch.try_set_count(1).unwrap());
+    let e = latch.wait_for(Duration::from_millis(50)).unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    latch.count_down().unwrap();
     latch.wait().unwrap();
     assert!(!latch.delete().unwrap());
 }
@@ -422,12 +456,28 @@ fn multi_lock_all_or_none() {
     assert!(!exists(server, &a), "a member stayed held");
     held_b.unlock().unwrap();
     let guard = both.try_lock_for(Duration::from_secs(2)).unwrap();
-    assert!(guard.fencing_token(&a).is_some() && guard.fencing_token(&b).is_some());
+    assert!(guard.fencing_token_of(&a).is_some() && guard.fencing_token_of(&b).is_some());
+    assert_eq!(guard.fencing_token(), None);
     assert_eq!(guard.names().count(), 2);
+    let mut sorted = [a.clone(), b.clone()];
+    sorted.sort();
+    assert_eq!(guard.name(), sorted.join(","));
+    assert_eq!(guard.expires_at(), None, "watchdog mode");
     assert_eq!(guard.lost(Duration::from_millis(20)).unwrap(), None);
     drop(guard);
     assert!(!exists(server, &a) && !exists(server, &b));
     both.lock().unwrap().unlock().unwrap();
+
+    let guard = both
+        .clone()
+        .lease(Duration::from_secs(2))
+        .try_lock()
+        .unwrap();
+    let before = guard.expires_at().unwrap();
+    guard.extend(Duration::from_secs(30)).unwrap();
+    assert!(guard.expires_at().unwrap() > before);
+    assert!(!guard.is_lost());
+    guard.unlock().unwrap();
 }
 
 /// The RedLock's twin, on three masters: a quorum, extended, released.
@@ -442,7 +492,9 @@ fn redlock_over_three_masters() {
     let lock = RedLock::new(clients, &name)
         .unwrap()
         .lease(Duration::from_secs(10));
-    let mut guard = lock.try_lock().unwrap();
+    let guard = lock.try_lock().unwrap();
+    assert_eq!(guard.name(), name);
+    assert_eq!(guard.fencing_token(), None);
     assert!(guard.masters() >= lock.quorum());
     assert!(
         lock.try_lock_for(Duration::from_millis(50))
@@ -450,12 +502,15 @@ fn redlock_over_three_masters() {
             .is_busy()
     );
     guard.extend(Duration::from_secs(20)).unwrap();
-    assert!(guard.valid_until() > Instant::now() + Duration::from_secs(15));
+    assert!(guard.expires_at().unwrap() > Instant::now() + Duration::from_secs(15));
     assert_eq!(guard.lost(Duration::from_millis(20)).unwrap(), None);
     guard.unlock().unwrap();
     assert!(servers.iter().all(|s| !exists(s, &name)));
     drop(lock.try_lock().unwrap());
     assert!(servers.iter().all(|s| !exists(s, &name)));
+    let guard = lock.lock().unwrap();
+    assert!(!guard.is_lost());
+    guard.unlock().unwrap();
 }
 
 /// Bad input gets the async API's typed error, through the blocking one.
@@ -502,7 +557,7 @@ fn first_calls_at_once() {
 fn handles_and_guards_are_send_and_sync() {
     use redlease::blocking::{
         CountDownLatch, ExpirableSemaphore, Lock, LockGuard, MultiGuard, MultiLock, PermitGuard,
-        ReadWriteLock, RedLockGuard, Semaphore,
+        ReadWriteLock, RedLockGuard, Semaphore, SemaphorePermit,
     };
     fn check<T: Send + Sync + 'static>() {}
     check::<Client>();
@@ -510,6 +565,7 @@ fn handles_and_guards_are_send_and_sync() {
     check::<LockGuard>();
     check::<ReadWriteLock>();
     check::<Semaphore>();
+    check::<SemaphorePermit>();
     check::<ExpirableSemaphore>();
     check::<PermitGuard>();
     check::<CountDownLatch>();

@@ -115,7 +115,7 @@ pub(crate) async fn writer(args: &[&str]) {
             Err(e) if e.is_busy() => continue,
             Err(e) => panic!("acquire failed: {e}"),
         };
-        let token = guard.fencing_token();
+        let token = guard.fencing_token().unwrap();
         let read = ledger.claim(ACCOUNT, token).await.unwrap();
         println!("@@ HOLD {token}");
         let before = Instant::now();
@@ -290,7 +290,7 @@ async fn redis_restarting_empty_loses_locks_not_updates() {
     let name = unique("chaos-restart");
     let (ledger, table) = fresh_ledger("chaos_restart", ACCOUNT).await;
     let holder = a.lock(&name).try_lock().await.unwrap();
-    let old_token = holder.fencing_token();
+    let old_token = holder.fencing_token().unwrap();
     let old_read = ledger.claim(ACCOUNT, old_token).await.unwrap().unwrap();
 
     let mut waiters = Vec::new();
@@ -303,7 +303,7 @@ async fn redis_restarting_empty_loses_locks_not_updates() {
         let ledger = ledger.clone();
         waiters.push(tokio::spawn(async move {
             let guard = lock.try_lock_for(Duration::from_secs(15)).await.unwrap();
-            let token = guard.fencing_token();
+            let token = guard.fencing_token().unwrap();
             let read = ledger.claim(ACCOUNT, token).await.unwrap();
             let wrote = match read {
                 Some(balance) => ledger.commit(ACCOUNT, token, balance + 1).await.unwrap(),
@@ -349,7 +349,7 @@ async fn redis_restarting_empty_loses_locks_not_updates() {
     // Both clients work on after the restart.
     for c in [&a, &b] {
         let guard = c.lock(&name).try_lock().await.unwrap();
-        assert!(guard.fencing_token() > old_token);
+        assert!(guard.fencing_token().unwrap() > old_token);
         guard.unlock().await.unwrap();
     }
     drop_ledger(&table).await;

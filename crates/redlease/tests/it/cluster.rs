@@ -55,23 +55,26 @@ async fn the_lock_api_works_on_a_cluster() {
         let name = unique(&format!("api-{i}"));
         let fixed = c.lock(&name).lease(Duration::from_secs(5));
         let g = fixed.try_lock().await.unwrap();
-        assert!(g.fencing_token() > last);
-        last = g.fencing_token();
+        assert!(g.fencing_token().unwrap() > last);
+        last = g.fencing_token().unwrap();
         let again = redlease::scope(async {
             let outer = c.lock(&name).try_lock_for(Duration::from_millis(200)).await;
             assert!(outer.unwrap_err().is_busy());
             g.unlock().await.unwrap();
             let outer = c.lock(&name).try_lock().await.unwrap();
             let inner = c.lock(&name).try_lock().await.unwrap();
-            assert_eq!(inner.fencing_token(), outer.fencing_token());
+            assert_eq!(
+                inner.fencing_token().unwrap(),
+                outer.fencing_token().unwrap()
+            );
             inner.unlock().await.unwrap();
             assert!(outer.is_held().await.unwrap());
             outer.unlock().await.unwrap();
             c.fair_lock(&name).lock().await.unwrap()
         })
         .await;
-        assert!(again.fencing_token() > last);
-        last = again.fencing_token();
+        assert!(again.fencing_token().unwrap() > last);
+        last = again.fencing_token().unwrap();
         again.unlock().await.unwrap();
     }
 }
@@ -295,18 +298,18 @@ async fn the_lock_family_works_on_a_cluster() {
 
         let sem_name = format!("{name}:sem");
         let sem = a.semaphore(&sem_name);
-        assert!(sem.try_set_permits(1).await.unwrap());
-        assert!(sem.try_acquire(1).await.unwrap());
+        assert!(sem.try_set_available(1).await.unwrap());
+        sem.try_acquire(1).await.unwrap().forget();
         let waiter = {
             let sem = b.semaphore(&sem_name);
             tokio::spawn(async move { sem.try_acquire_for(1, Duration::from_secs(10)).await })
         };
         tokio::time::sleep(Duration::from_millis(100)).await;
         sem.release(1).await.unwrap();
-        assert!(waiter.await.unwrap().unwrap());
+        waiter.await.unwrap().unwrap().forget();
 
         let permits = a.expirable_semaphore(format!("{name}:permits"));
-        assert!(permits.try_set_permits(1).await.unwrap());
+        assert!(permits.try_set_total(1).await.unwrap());
         let held = permits.try_acquire().await.unwrap();
         tokio::time::sleep(watchdog * 2).await;
         assert!(!held.is_lost());
@@ -322,7 +325,7 @@ async fn the_lock_family_works_on_a_cluster() {
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     latch.count_down().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap();
 }
 
 /// A multi-lock across hash slots (members on different masters): all or
@@ -414,8 +417,8 @@ async fn the_string_layout_works_on_a_cluster() {
     for i in 0..6 {
         let name = unique(&format!("string-{i}"));
         let guard = a.lock(&name).try_lock().await.unwrap();
-        assert!(guard.fencing_token() > last);
-        last = guard.fencing_token();
+        assert!(guard.fencing_token().unwrap() > last);
+        last = guard.fencing_token().unwrap();
         let busy = b.lock(&name).try_lock().await.unwrap_err();
         assert!(busy.is_busy(), "{busy}");
         let mut conn = cluster.master_for_slot(key_slot(&name)).connection();

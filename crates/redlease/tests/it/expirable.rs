@@ -125,7 +125,7 @@ fn server_ms(server: &RedisServer) -> i64 {
 /// A semaphore with `permits` set, and its handle on `client`.
 async fn semaphore(client: &redlease::Client, prefix: &str, permits: i64) -> ExpirableSemaphore {
     let semaphore = client.expirable_semaphore(unique(prefix));
-    assert!(semaphore.try_set_permits(permits as u64).await.unwrap());
+    assert!(semaphore.try_set_total(permits as u64).await.unwrap());
     semaphore
 }
 
@@ -162,9 +162,9 @@ async fn layout_is_redissons() {
     let name = unique("pes-layout");
     let semaphore = c.expirable_semaphore(&name).lease(Duration::from_secs(20));
     let announced = listen_once(server, channel(&name));
-    assert!(semaphore.try_set_permits(2).await.unwrap());
+    assert!(semaphore.try_set_total(2).await.unwrap());
     assert_eq!(announced.await.unwrap(), (channel(&name), "2".to_owned()));
-    assert!(!semaphore.try_set_permits(5).await.unwrap(), "set twice");
+    assert!(!semaphore.try_set_total(5).await.unwrap(), "set twice");
     let before = server_ms(server);
     let permit = semaphore.try_acquire().await.unwrap();
     let after = server_ms(server);
@@ -200,7 +200,7 @@ async fn layout_is_redissons() {
     semaphore.add_permits(3).await.unwrap();
     assert_eq!(announced.await.unwrap().1, "3");
     let announced = listen_once(server, channel(&name));
-    semaphore.set_permits(4).await.unwrap();
+    semaphore.set_total(4).await.unwrap();
     assert_eq!(announced.await.unwrap().1, "4");
     assert_eq!(free_raw(server, &name), Some(4));
 }
@@ -214,7 +214,7 @@ async fn never_more_than_n_permits_in_use() {
     let name = unique("pes-limit");
     assert!(
         a.expirable_semaphore(&name)
-            .try_set_permits(N as u64)
+            .try_set_total(N as u64)
             .await
             .unwrap()
     );
@@ -370,7 +370,7 @@ async fn crashed_holders_permit_returns_within_one_lease() {
                 .await
                 .unwrap();
             let semaphore = c.expirable_semaphore(&crash_name);
-            assert!(semaphore.try_set_permits(1).await.unwrap());
+            assert!(semaphore.try_set_total(1).await.unwrap());
             std::mem::forget(semaphore.try_acquire().await.unwrap());
         });
         // The runtime goes with its tasks and connection, as the process.
@@ -467,6 +467,45 @@ async fn fixed_lease_expires_and_release_is_not_owner() {
     assert!(second.release().await.unwrap_err().is_not_owner());
     assert_eq!(semaphore.available_permits().await.unwrap(), 2);
     assert_eq!(semaphore.acquired_permits().await.unwrap(), 0);
+}
+
+/// A fixed lease is extended as Redisson's `updateLeaseTime` does (#27:
+/// every guard whose kind has a lease can `extend`): the permit outlives
+/// its first lease, in Redis and by `lost()`; a renewed permit refuses, and
+/// an expired one is not brought back.
+#[tokio::test]
+async fn a_fixed_lease_permit_is_extended() {
+    let c = client().await;
+    let lease = Duration::from_millis(200);
+    let sem = semaphore(&c, "pes-extend", 1).await;
+    let permit = sem.clone().lease(lease).try_acquire().await.unwrap();
+    let first_end = permit.expires_at().unwrap();
+    permit.extend(Duration::from_secs(5)).await.unwrap();
+    assert!(permit.expires_at().unwrap() > first_end + Duration::from_secs(4));
+    // Past the first lease: still held, in Redis and here, and lost()
+    // follows the new end.
+    let early = tokio::time::timeout(lease + Duration::from_millis(200), permit.lost()).await;
+    assert!(early.is_err(), "lost() kept the first lease's end");
+    assert!(!permit.is_lost());
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+    assert!(sem.try_acquire().await.unwrap_err().is_busy());
+    permit.release().await.unwrap();
+
+    let renewed = sem.try_acquire().await.unwrap();
+    let e = renewed.extend(Duration::from_secs(5)).await.unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    renewed.release().await.unwrap();
+
+    let short = sem
+        .clone()
+        .lease(Duration::from_millis(50))
+        .try_acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let e = short.extend(Duration::from_secs(5)).await.unwrap_err();
+    assert!(e.is_not_owner(), "{e}");
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
 }
 
 /// A waiter for a permit with a fixed lease gets it when it expires (the
@@ -571,7 +610,7 @@ async fn acquire_cancelled_in_a_frozen_server_is_released() {
     );
     let name = unique("pes-frozen");
     let held_by_a = a.expirable_semaphore(&name);
-    assert!(held_by_a.try_set_permits(1).await.unwrap());
+    assert!(held_by_a.try_set_total(1).await.unwrap());
     let held = held_by_a.try_acquire().await.unwrap();
     let calls = evalsha_calls(&server);
     let waiting_on = b.expirable_semaphore(&name);
@@ -635,9 +674,9 @@ async fn bad_input_is_typed() {
     let semaphore = semaphore(&c, "pes-bad", 1).await;
     let name = semaphore.name().to_owned();
     for e in [
-        semaphore.set_permits(u64::MAX).await.unwrap_err(),
+        semaphore.set_total(u64::MAX).await.unwrap_err(),
         semaphore
-            .try_set_permits(u64::from(u32::MAX))
+            .try_set_total(u64::from(u32::MAX))
             .await
             .unwrap_err(),
         semaphore
@@ -707,9 +746,9 @@ async fn bad_input_is_typed() {
     for key in [&text, &hash] {
         let s = c.expirable_semaphore(key.as_str());
         assert!(s.add_permits(1).await.unwrap_err().is_wrong_type(), "{key}");
-        assert!(s.set_permits(1).await.unwrap_err().is_wrong_type(), "{key}");
+        assert!(s.set_total(1).await.unwrap_err().is_wrong_type(), "{key}");
         assert!(
-            s.try_set_permits(1).await.unwrap_err().is_wrong_type(),
+            s.try_set_total(1).await.unwrap_err().is_wrong_type(),
             "{key}"
         );
         let id = "00112233445566778899aabbccddeeff";

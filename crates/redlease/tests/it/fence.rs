@@ -30,7 +30,7 @@ async fn tokens_increase_across_clients_and_kinds() {
             _ => c.lock(&name).lease(Duration::from_secs(5)),
         };
         let guard = lock.try_lock_for(Duration::from_secs(2)).await.unwrap();
-        let token = guard.fencing_token();
+        let token = guard.fencing_token().unwrap();
         assert!(token > last, "round {round}: {token} after {last}");
         assert!(token >= before, "token {token} below the clock {before}");
         last = token;
@@ -53,7 +53,7 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
     let name = unique("fence-incr");
     let mut conn = server.connection();
     let first = c.lock(&name).try_lock().await.unwrap();
-    let t1 = first.fencing_token();
+    let t1 = first.fencing_token().unwrap();
     first.unlock().await.unwrap();
 
     // A Java holder takes the next token.
@@ -63,7 +63,7 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
         .unwrap();
     assert_eq!(java, t1 + 1);
     let second = c.lock(&name).try_lock().await.unwrap();
-    let t2 = second.fencing_token();
+    let t2 = second.fencing_token().unwrap();
     assert!(t2 > java, "{t2} after java's {java}");
     second.unlock().await.unwrap();
 
@@ -79,7 +79,7 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
         .query(&mut conn)
         .unwrap();
     let third = c.lock(&name).try_lock().await.unwrap();
-    assert_eq!(third.fencing_token(), ahead + 1);
+    assert_eq!(third.fencing_token().unwrap(), ahead + 1);
     third.unlock().await.unwrap();
     let java: u64 = redis::cmd("INCR")
         .arg(counter_of(&name))
@@ -101,9 +101,9 @@ async fn redisson_incr_keeps_the_sequence_increasing() {
     let clock = server_micros(server);
     let fourth = c.lock(&name).try_lock().await.unwrap();
     assert!(
-        fourth.fencing_token() >= clock,
+        fourth.fencing_token().unwrap() >= clock,
         "{}",
-        fourth.fencing_token()
+        fourth.fencing_token().unwrap()
     );
     fourth.unlock().await.unwrap();
     let ttl = pttl(server, &counter_of(&name));
@@ -122,7 +122,7 @@ async fn tokens_increase_after_the_counter_expires() {
         .unwrap();
     let name = unique("fence-expire");
     let guard = c.lock(&name).try_lock().await.unwrap();
-    let t1 = guard.fencing_token();
+    let t1 = guard.fencing_token().unwrap();
     let ttl = pttl(server, &counter_of(&name));
     assert!((1..=100).contains(&ttl), "counter ttl {ttl}");
     guard.unlock().await.unwrap();
@@ -133,15 +133,15 @@ async fn tokens_increase_after_the_counter_expires() {
     assert!(gone.is_some(), "the counter did not expire");
 
     let guard = c.lock(&name).try_lock().await.unwrap();
-    assert!(guard.fencing_token() > t1);
+    assert!(guard.fencing_token().unwrap() > t1);
 
     // A token is one INCR, which keeps the time to live the counter started
     // with (#17): the next token on a live counter does not refresh it.
-    let t2 = guard.fencing_token();
+    let t2 = guard.fencing_token().unwrap();
     guard.unlock().await.unwrap();
     let before = pttl(server, &counter_of(&name));
     let guard = c.lock(&name).try_lock().await.unwrap();
-    assert_eq!(guard.fencing_token(), t2 + 1, "one INCR");
+    assert_eq!(guard.fencing_token().unwrap(), t2 + 1, "one INCR");
     let after = pttl(server, &counter_of(&name));
     assert!(after <= before, "refreshed: {before} then {after}");
     guard.unlock().await.unwrap();
@@ -179,7 +179,7 @@ async fn redisson_fenced_interop_keeps_the_counter_for_ever() {
         .unwrap();
     let name = unique("fence-java-backwards");
     let ours = short.lock(&name).try_lock().await.unwrap();
-    let t1 = ours.fencing_token();
+    let t1 = ours.fencing_token().unwrap();
     ours.unlock().await.unwrap();
     assert_eq!(
         incr(&mut conn, &name),
@@ -214,13 +214,13 @@ async fn redisson_fenced_interop_keeps_the_counter_for_ever() {
             interop.lock(&name)
         };
         let g = lock.try_lock().await.unwrap();
-        let t = g.fencing_token();
+        let t = g.fencing_token().unwrap();
         g.unlock().await.unwrap();
         assert_eq!(pttl(server, &counter_of(&name)), -1, "fair: {fair}");
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(incr(&mut conn, &name), t + 1, "fair: {fair}");
         let g = interop.lock(&name).try_lock().await.unwrap();
-        assert!(g.fencing_token() > t + 1);
+        assert!(g.fencing_token().unwrap() > t + 1);
         g.unlock().await.unwrap();
         assert_eq!(pttl(server, &counter_of(&name)), -1);
     }
@@ -236,8 +236,8 @@ async fn tokens_increase_after_redis_restarts_empty() {
     let mut last = 0;
     for _ in 0..3 {
         let guard = c.lock(&name).try_lock().await.unwrap();
-        assert!(guard.fencing_token() > last);
-        last = guard.fencing_token();
+        assert!(guard.fencing_token().unwrap() > last);
+        last = guard.fencing_token().unwrap();
         guard.unlock().await.unwrap();
     }
     server.restart();
@@ -248,9 +248,9 @@ async fn tokens_increase_after_redis_restarts_empty() {
         .await
         .unwrap();
     assert!(
-        guard.fencing_token() > last,
+        guard.fencing_token().unwrap() > last,
         "{} after {last}",
-        guard.fencing_token()
+        guard.fencing_token().unwrap()
     );
     guard.unlock().await.unwrap();
 }

@@ -17,6 +17,12 @@ mod ledger;
 mod acl;
 /// Exclusion, waiting and busy errors.
 mod acquire;
+/// The operators' side on both layouts: state, forced unlock, wrong types
+/// (#27).
+mod admin;
+/// DESIGN.md's table of every primitive's verbs, checked against the API
+/// (#27).
+mod api_table;
 /// The blocking API from plain threads (#18).
 mod blocking;
 /// Cancelled futures and dropped guards.

@@ -61,10 +61,10 @@ async fn every_free_master_ends_up_holding_it_and_validity_is_within_the_lease()
     let g = redlock.try_lock().await.unwrap();
     assert!(g.masters() >= 3, "{} masters", g.masters());
     assert!(
-        g.valid_until() <= started + lease,
+        g.expires_at().unwrap() <= started + lease,
         "validity past the lease"
     );
-    assert!(g.valid_until() > std::time::Instant::now());
+    assert!(g.expires_at().unwrap() > std::time::Instant::now());
     let all = eventually(Duration::from_secs(1), || {
         g.masters() == 5 && servers.iter().all(|s| exists(s, &name))
     });
@@ -205,7 +205,7 @@ async fn a_slow_master_does_not_delay_the_acquire_and_its_late_grant_joins_the_g
     assert!(took < delay, "{took:?}");
     assert_eq!(g.masters(), 2);
     assert!(
-        g.valid_until() <= started + Duration::from_secs(5),
+        g.expires_at().unwrap() <= started + Duration::from_secs(5),
         "validity past the lease"
     );
     // The request reaches the slow master about 300 ms late and takes the
@@ -289,7 +289,10 @@ async fn a_busy_answer_leaves_no_grant_behind() {
     assert!(!exists(&servers[0], &name), "held when busy was answered");
     // Past the moment the slow master's copy of the request landed.
     tokio::time::sleep_until((started + delay + Duration::from_millis(100)).into()).await;
-    assert!(!exists(&servers[0], &name), "the slow master's grant was left held");
+    assert!(
+        !exists(&servers[0], &name),
+        "the slow master's grant was left held"
+    );
     for guard in peer {
         guard.unlock().await.unwrap();
     }
@@ -305,10 +308,10 @@ async fn extend_needs_a_quorum_and_a_live_validity() {
     let redlock = redlease::RedLock::new(clients, &name)
         .unwrap()
         .lease(Duration::from_millis(400));
-    let mut g = redlock.try_lock().await.unwrap();
-    let first = g.valid_until();
+    let g = redlock.try_lock().await.unwrap();
+    let first = g.expires_at().unwrap();
     g.extend(Duration::from_secs(2)).await.unwrap();
-    assert!(g.valid_until() > first + Duration::from_millis(1000));
+    assert!(g.expires_at().unwrap() > first + Duration::from_millis(1000));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!g.is_lost());
     // Two masters lose it: no quorum to extend.
@@ -326,7 +329,7 @@ async fn extend_needs_a_quorum_and_a_live_validity() {
     );
     let _ = g.unlock().await;
 
-    let mut g = redlock.try_lock().await.unwrap();
+    let g = redlock.try_lock().await.unwrap();
     let lost = tokio::time::timeout(Duration::from_secs(1), g.lost()).await;
     assert_eq!(lost.unwrap(), redlease::LostReason::Expired);
     assert!(g.is_lost());

@@ -260,7 +260,7 @@ async fn layout_reader_reads_a_replica() {
     let state = &states[0];
     assert_eq!(state.kind(), redlease::layout::StateKind::Lock);
     assert_eq!(state.owners()[0].field, guard.owner());
-    assert_eq!(state.lock_token(), Some(guard.fencing_token()));
+    assert_eq!(state.lock_token(), Some(guard.fencing_token().unwrap()));
     assert!(state.pttl_ms > 0);
     assert_eq!(state.queue_len, 1);
     assert!(

@@ -11,7 +11,7 @@ use redlease::{Semaphore, layout};
 
 use crate::support::{
     RedisServer, client, evalsha_calls, eventually, exists, listen_until, publish, subscribers,
-    unique, until_subscribed,
+    taken, unique, until_subscribed,
 };
 
 fn get(server: &RedisServer, key: &str) -> Option<String> {
@@ -34,7 +34,7 @@ type Timed = (Result<bool, redlease::Error>, Instant);
 
 fn spawn_waiter(sem: Semaphore, permits: u64, wait: Duration) -> tokio::task::JoinHandle<Timed> {
     tokio::spawn(async move {
-        let r = sem.try_acquire_for(permits, wait).await;
+        let r = taken(sem.try_acquire_for(permits, wait).await);
         (r, Instant::now())
     })
 }
@@ -57,20 +57,20 @@ async fn layout_and_messages_are_redissons() {
         }
         let messages = listen_until(server, channel.clone(), "end");
         let sem = c.semaphore(&name);
-        assert!(sem.try_set_permits(3).await.unwrap());
+        assert!(sem.try_set_available(3).await.unwrap());
         assert_eq!(get(server, &name).as_deref(), Some("3"));
         let kind: String = redis::cmd("TYPE")
             .arg(&name)
             .query(&mut server.connection())
             .unwrap();
         assert_eq!(kind, "string");
-        assert!(!sem.try_set_permits(5).await.unwrap(), "set twice");
-        assert!(sem.try_acquire(2).await.unwrap());
+        assert!(!sem.try_set_available(5).await.unwrap(), "set twice");
+        sem.try_acquire(2).await.unwrap().forget();
         assert_eq!(get(server, &name).as_deref(), Some("1"));
         sem.release(1).await.unwrap();
         assert_eq!(get(server, &name).as_deref(), Some("2"));
         sem.add_permits(-1).await.unwrap();
-        sem.set_permits(4).await.unwrap();
+        sem.set_available(4).await.unwrap();
         assert_eq!(get(server, &name).as_deref(), Some("4"));
         assert_eq!(sem.available_permits().await.unwrap(), 4);
         publish(server, &channel, "end");
@@ -88,19 +88,20 @@ async fn busy_semaphore_answers_false() {
     let name = unique("sem-busy");
     let sem = c.semaphore(&name);
     assert!(
-        !sem.try_acquire(1).await.unwrap(),
+        sem.try_acquire(1).await.unwrap_err().is_busy(),
         "a missing key has no permits"
     );
     assert!(!exists(server, &name), "a failed acquire wrote");
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(!sem.try_acquire(2).await.unwrap());
-    assert!(sem.try_acquire(1).await.unwrap());
-    assert!(!sem.try_acquire(1).await.unwrap());
+    assert!(sem.try_set_available(1).await.unwrap());
+    assert!(sem.try_acquire(2).await.unwrap_err().is_busy());
+    sem.try_acquire(1).await.unwrap().forget();
+    assert!(sem.try_acquire(1).await.unwrap_err().is_busy());
     let started = Instant::now();
     assert!(
-        !sem.try_acquire_for(1, Duration::from_millis(150))
+        sem.try_acquire_for(1, Duration::from_millis(150))
             .await
-            .unwrap()
+            .unwrap_err()
+            .is_busy()
     );
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(150), "{waited:?}");
@@ -117,7 +118,7 @@ async fn never_more_holders_than_permits_across_clients() {
     assert!(
         clients[0]
             .semaphore(&name)
-            .try_set_permits(3)
+            .try_set_available(3)
             .await
             .unwrap()
     );
@@ -131,9 +132,7 @@ async fn never_more_holders_than_permits_across_clients() {
         tasks.push(tokio::spawn(async move {
             for _ in 0..3 {
                 assert!(
-                    sem.try_acquire_for(1, Duration::from_secs(8))
-                        .await
-                        .unwrap(),
+                    taken(sem.try_acquire_for(1, Duration::from_secs(8)).await).unwrap(),
                     "waited 8 s for a permit"
                 );
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
@@ -252,7 +251,7 @@ async fn cancelled_acquires_and_releases_conserve_permits() {
     let c = redlease::Client::connect(&server.url()).await.unwrap();
     let name = unique("sem-cancel");
     let sem = c.semaphore(&name);
-    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(sem.try_set_available(1).await.unwrap());
     let mut cancelled = 0;
     for polls in 0..30 {
         flush_scripts(&server);
@@ -260,7 +259,7 @@ async fn cancelled_acquires_and_releases_conserve_permits() {
         let mut acquire = Box::pin(sem.acquire(1));
         match poll_n(&mut acquire, polls).await {
             Some(r) => {
-                r.unwrap();
+                r.unwrap().forget();
                 sem.release(1).await.unwrap();
             }
             None => cancelled += 1,
@@ -284,7 +283,7 @@ async fn cancelled_acquires_and_releases_conserve_permits() {
     assert!(cancelled > 1, "no acquire was cancelled after it was sent");
 
     for polls in 1..4 {
-        assert!(sem.try_acquire(1).await.unwrap());
+        sem.try_acquire(1).await.unwrap().forget();
         flush_scripts(&server);
         let mut release = Box::pin(sem.release(1));
         if poll_n(&mut release, polls).await.is_none() {
@@ -317,8 +316,9 @@ async fn cancelled_woken_waiters_conserve_permits() {
     let (sem, releaser) = (b.semaphore(&name), a.semaphore(&name));
     let mut took = 0;
     for polls in 0..4 {
-        assert!(!sem.try_acquire(1).await.unwrap(), "not empty");
-        let mut waiter = Box::pin(sem.try_acquire_for(1, Duration::from_secs(5)));
+        assert!(sem.try_acquire(1).await.unwrap_err().is_busy(), "not empty");
+        let mut waiter =
+            Box::pin(async { taken(sem.try_acquire_for(1, Duration::from_secs(5)).await) });
         // Polled (not spawned), so that it runs only when polled here:
         // subscribed, then retried, then asleep on the channel.
         let started = Instant::now();
@@ -355,7 +355,7 @@ async fn cancelled_woken_waiters_conserve_permits() {
             "dropped after {polls} polls: {:?}",
             get(server, &name)
         );
-        assert!(sem.try_acquire(1).await.unwrap());
+        sem.try_acquire(1).await.unwrap().forget();
     }
     assert!(took < 3, "no waiter was dropped after it woke");
     let left = eventually(Duration::from_secs(2), || {
@@ -373,7 +373,9 @@ async fn bad_input_gives_typed_errors() {
     let c = client().await;
     let name = unique("sem-bad");
     let sem = c.semaphore(&name);
-    let too_many = redlease::MAX_COUNT + 1;
+    // Redisson reads a semaphore's counts as a Java int (#27: one limit
+    // for both semaphores).
+    let too_many = redlease::MAX_PERMITS + 1;
     for e in [
         sem.try_acquire(0).await.unwrap_err(),
         sem.try_acquire_for(0, Duration::from_secs(1))
@@ -383,8 +385,8 @@ async fn bad_input_gives_typed_errors() {
         sem.release(0).await.unwrap_err(),
         sem.try_acquire(too_many).await.unwrap_err(),
         sem.release(u64::MAX).await.unwrap_err(),
-        sem.try_set_permits(too_many).await.unwrap_err(),
-        sem.set_permits(too_many).await.unwrap_err(),
+        sem.try_set_available(too_many).await.unwrap_err(),
+        sem.set_available(too_many).await.unwrap_err(),
         sem.add_permits(i64::MIN).await.unwrap_err(),
         c.semaphore("").try_acquire(1).await.unwrap_err(),
     ] {
@@ -392,7 +394,7 @@ async fn bad_input_gives_typed_errors() {
     }
     assert_eq!(
         sem.try_acquire(0).await.unwrap_err().to_string(),
-        "permits must be at least 1, but found 0"
+        "permits must be between 1 and 2147483647 (a java int, as Redisson reads it), but found 0"
     );
     assert!(!exists(server, &name), "a refused call wrote");
 
@@ -410,8 +412,8 @@ async fn bad_input_gives_typed_errors() {
             .unwrap_err(),
         sem.release(1).await.unwrap_err(),
         sem.add_permits(1).await.unwrap_err(),
-        sem.set_permits(1).await.unwrap_err(),
-        sem.try_set_permits(1).await.unwrap_err(),
+        sem.set_available(1).await.unwrap_err(),
+        sem.try_set_available(1).await.unwrap_err(),
         sem.available_permits().await.unwrap_err(),
     ] {
         assert!(e.is_wrong_type(), "{e}");
@@ -435,8 +437,8 @@ async fn bad_input_gives_typed_errors() {
                 .unwrap_err(),
             sem.release(1).await.unwrap_err(),
             sem.add_permits(1).await.unwrap_err(),
-            sem.set_permits(1).await.unwrap_err(),
-            sem.try_set_permits(1).await.unwrap_err(),
+            sem.set_available(1).await.unwrap_err(),
+            sem.try_set_available(1).await.unwrap_err(),
             sem.available_permits().await.unwrap_err(),
         ] {
             assert!(e.is_wrong_type(), "{value:?}: {e}");
@@ -454,7 +456,7 @@ async fn bad_input_gives_typed_errors() {
     sem.add_permits(-5).await.unwrap();
     assert_eq!(get(server, &name).as_deref(), Some("-2"));
     assert_eq!(sem.available_permits().await.unwrap(), -2);
-    assert!(!sem.try_acquire(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.unwrap_err().is_busy());
     sem.release(3).await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 1);
 }

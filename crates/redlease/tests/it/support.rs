@@ -23,6 +23,22 @@ pub(crate) fn valkey() -> &'static RedisServer {
 }
 
 /// A client of the shared server with default settings.
+/// A semaphore acquire's answer as a boolean, as the tests were written:
+/// true when the permits were taken (they stay taken, for the test to give
+/// back by count with `release(n)`), false when busy.
+pub(crate) fn taken(
+    acquired: Result<redlease::SemaphorePermit, redlease::Error>,
+) -> Result<bool, redlease::Error> {
+    match acquired {
+        Ok(permit) => {
+            permit.forget();
+            Ok(true)
+        }
+        Err(e) if e.is_busy() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 pub(crate) async fn client() -> redlease::Client {
     redlease::Client::connect(&RedisServer::shared().url())
         .await

@@ -35,7 +35,10 @@ async fn fenced_tokens_interleave_in_one_increasing_sequence(side: Side) {
             .value();
 
         let guard = rust.lock(&name).try_lock().await.unwrap();
-        tokens.push(("redlease", i64::try_from(guard.fencing_token()).unwrap()));
+        tokens.push((
+            "redlease",
+            i64::try_from(guard.fencing_token().unwrap()).unwrap(),
+        ));
         if round == 0 {
             let refused = java
                 .call(&owner, &format!("token.trylock {name} 0 -1"))

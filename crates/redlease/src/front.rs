@@ -1,0 +1,152 @@
+//! The front-end of every acquire: one attempt or a wait, the busy rule,
+//! the span and the metrics, written once for every primitive (#27).
+//!
+//! A primitive's `try_lock`/`try_acquire`, `..._for` and `lock`/`acquire`
+//! are each one call of [`acquire`] with a [`Patience`]. The primitive
+//! supplies a [`Primitive`]: its name and metrics label, and a
+//! [`begin`](Primitive::begin) that checks the input and answers either a
+//! guard at once (a re-entry in an owner scope) or a [`Contender`] for the
+//! waiting engine ([`crate::wait`]), which says what one attempt is, which
+//! channel wakes it and what "busy" means. Everything else is here:
+//!
+//! * `Once` (and a wait of zero): one attempt; busy is an error for which
+//!   [`Error::is_busy`] is true, worded by the contender.
+//! * `Within(wait)` and `Forever`: the waiting engine.
+//! * An `acquire` span (fields `kind`, `key`, `outcome`) around the whole
+//!   call, and [`metrics::ACQUIRES`] and [`metrics::WAIT_SECONDS`] by
+//!   outcome (`cancelled` when the caller drops the call).
+
+use std::future::Future;
+use std::time::Duration;
+
+use metrics::SharedString;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::metrics::{AcquireObservation, Outcome};
+use crate::wait::{self, Attempt, Contender};
+
+/// How long an acquire may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// One attempt (`try_lock`, `try_acquire`, a wait of zero).
+    Once,
+    /// Until the wait has passed.
+    Within(Duration),
+    /// Until acquired.
+    Forever,
+}
+
+impl Patience {
+    /// A `..._for(wait)` call's patience: a wait of zero is one attempt.
+    pub(crate) fn within(wait: Duration) -> Patience {
+        if wait.is_zero() {
+            Patience::Once
+        } else {
+            Patience::Within(wait)
+        }
+    }
+}
+
+/// What [`Primitive::begin`] found.
+pub(crate) enum Begin<G, C> {
+    /// Held at once, without an attempt of the contender's: a re-entry in
+    /// an owner scope (or a read taken under the scope's write hold).
+    Held(G, Outcome),
+    /// Attempt (and perhaps wait) with this contender.
+    Contend(C),
+}
+
+/// A primitive, as the front drives its acquires.
+pub(crate) trait Primitive: Sync {
+    /// What an acquire gives: a guard.
+    type Guard: Send;
+    /// The waiting acquire.
+    type Contender<'a>: Contender<Acquired = Self::Guard>
+    where
+        Self: 'a;
+
+    /// What it is, for the span: `lock`, `semaphore`, ...
+    const KIND: &'static str;
+
+    /// Its name, the Redis key (the span's `key`).
+    fn name(&self) -> &str;
+
+    /// The metrics label of its name ([`crate::metrics::lock_label`]).
+    fn label(&self) -> &SharedString;
+
+    /// The client it runs on.
+    fn client(&self) -> &Client;
+
+    /// Checks the input and readies an acquire of this patience.
+    fn begin(
+        &self,
+        patience: Patience,
+    ) -> impl Future<Output = Result<Begin<Self::Guard, Self::Contender<'_>>, Error>> + Send;
+}
+
+/// Acquires `primitive` with `patience`.
+///
+/// # Errors
+///
+/// Busy when one attempt or the wait did not acquire (never with
+/// [`Patience::Forever`]); the primitive's errors otherwise.
+///
+/// # Cancel safety
+///
+/// As the waiting engine's and the contender's: see each primitive.
+pub(crate) async fn acquire<P: Primitive>(
+    primitive: &P,
+    patience: Patience,
+) -> Result<P::Guard, Error> {
+    observed(P::KIND, primitive.name(), primitive.label(), async {
+        let started = Instant::now();
+        let mut contender = match primitive.begin(patience).await? {
+            Begin::Held(guard, outcome) => return Ok((guard, outcome)),
+            Begin::Contend(contender) => contender,
+        };
+        let wait = match patience {
+            Patience::Once => {
+                return match contender.attempt_once().await? {
+                    Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
+                    Attempt::Busy(_) | Attempt::Short(_) => Err(contender.busy(started.elapsed())),
+                };
+            }
+            Patience::Within(wait) => Some(wait),
+            Patience::Forever => None,
+        };
+        let guard = wait::wait(primitive.client(), &mut contender, wait).await?;
+        Ok((guard, Outcome::Acquired))
+    })
+    .await
+}
+
+/// Runs an acquire call in an `acquire` span and records its outcome and
+/// duration ([`crate::metrics::ACQUIRES`], [`crate::metrics::WAIT_SECONDS`]), `cancelled` if the call
+/// is dropped before it ends. For primitives that do not wait through
+/// [`acquire`] (a RedLock retries on its own).
+pub(crate) async fn observed<G>(
+    kind: &'static str,
+    name: &str,
+    label: &SharedString,
+    call: impl Future<Output = Result<(G, Outcome), Error>>,
+) -> Result<G, Error> {
+    let span = tracing::debug_span!(
+        "acquire",
+        kind,
+        key = %name,
+        outcome = tracing::field::Empty,
+    );
+    let mut observation = AcquireObservation::start(label);
+    let result = call.instrument(span.clone()).await;
+    let (result, outcome) = match result {
+        Ok((guard, outcome)) => (Ok(guard), outcome),
+        Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
+        Err(e) => (Err(e), Outcome::Error),
+    };
+    observation.end(outcome);
+    span.record("outcome", outcome.as_str());
+    result
+}
