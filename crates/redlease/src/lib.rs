@@ -104,9 +104,19 @@
 //! * `expirable/`: [`ExpirableSemaphore`] and [`PermitGuard`], Redisson's
 //!   `RPermitExpirableSemaphore`: permits with ids and leases.
 //! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
-//! * `semaphore.rs`: [`Semaphore`], Redisson's `RSemaphore`, and its single
-//!   acquire attempt, which gives back what a cancelled caller took.
+//! * `semaphore/`: [`Semaphore`], Redisson's `RSemaphore`, and its single
+//!   acquire attempt, which gives back what a cancelled caller took;
+//!   [`SemaphorePermit`], the permits it hands out.
 //! * `latch.rs`: [`CountDownLatch`], Redisson's `RCountDownLatch`.
+//! * `rwlock.rs`: [`ReadWriteLock`], whose two sides are [`Lock`]s.
+//! * `multi.rs`: [`MultiLock`] and [`MultiGuard`], several locks taken
+//!   all or none (the order and the taking of slot-mates together live in
+//!   `lock/together.rs`).
+//! * `redlock.rs`: [`RedLock`] and [`RedLockGuard`], one lock over several
+//!   independent masters.
+//! * `contract.rs`: [`Guard`] and [`Extend`], what every guard answers.
+//! * `front.rs`: the front-end of every acquire: one attempt or a wait, the
+//!   busy rule, the span and the metrics, written once.
 //! * `blocking/`: `blocking` (feature `blocking`): the blocking twins of
 //!   the client, the locks, the semaphores and the latch, and the runtime
 //!   they run on.
@@ -273,5 +283,27 @@ mod bounds {
         is_send(&latch.wait_for(std::time::Duration::ZERO));
         is_send(&latch.wait());
         is_send(&latch.count_down());
+    }
+}
+
+#[cfg(test)]
+mod map {
+    /// The layout map above names every module of this file (#27).
+    #[test]
+    fn the_map_lists_every_module() {
+        let source = include_str!("lib.rs");
+        let modules: Vec<&str> = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub ").or(Some(line)))
+            .filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';'))
+            .collect();
+        assert!(modules.len() > 20, "{modules:?}");
+        for module in modules {
+            let (file, dir) = (format!("`{module}.rs`"), format!("`{module}/`"));
+            assert!(
+                source.contains(&file) || source.contains(&dir),
+                "lib.rs's map does not name module {module}"
+            );
+        }
     }
 }
