@@ -59,6 +59,16 @@ pub(crate) enum Begin<G, C> {
     Contend(C),
 }
 
+/// What the front needs of every primitive's handle.
+pub(crate) struct Named<'a> {
+    /// The client it runs on.
+    pub(crate) client: &'a Client,
+    /// Its name, the Redis key (the span's `key`).
+    pub(crate) name: &'a str,
+    /// The metrics label of its name ([`crate::metrics::lock_label`]).
+    pub(crate) label: &'a SharedString,
+}
+
 /// A primitive, as the front drives its acquires.
 pub(crate) trait Primitive: Sync {
     /// What an acquire gives: a guard.
@@ -71,14 +81,8 @@ pub(crate) trait Primitive: Sync {
     /// What it is, for the span: `lock`, `semaphore`, ...
     const KIND: &'static str;
 
-    /// Its name, the Redis key (the span's `key`).
-    fn name(&self) -> &str;
-
-    /// The metrics label of its name ([`crate::metrics::lock_label`]).
-    fn label(&self) -> &SharedString;
-
-    /// The client it runs on.
-    fn client(&self) -> &Client;
+    /// Its client, name and label.
+    fn named(&self) -> Named<'_>;
 
     /// Checks the input and readies an acquire of this patience.
     fn begin(
@@ -101,7 +105,8 @@ pub(crate) async fn acquire<P: Primitive>(
     primitive: &P,
     patience: Patience,
 ) -> Result<P::Guard, Error> {
-    observed(P::KIND, primitive.name(), primitive.label(), async {
+    let named = primitive.named();
+    observed(P::KIND, named.name, named.label, async {
         let started = Instant::now();
         let mut contender = match primitive.begin(patience).await? {
             Begin::Held(guard, outcome) => return Ok((guard, outcome)),
@@ -117,7 +122,7 @@ pub(crate) async fn acquire<P: Primitive>(
             Patience::Within(wait) => Some(wait),
             Patience::Forever => None,
         };
-        let guard = wait::wait(primitive.client(), &mut contender, wait).await?;
+        let guard = wait::wait(named.client, &mut contender, wait).await?;
         Ok((guard, Outcome::Acquired))
     })
     .await

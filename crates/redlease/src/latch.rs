@@ -11,7 +11,7 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Patience};
+use crate::front::{self, Begin, Named, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::latch::{self as scripts, Left};
@@ -458,16 +458,12 @@ impl front::Primitive for CountDownLatch {
 
     const KIND: &'static str = "latch";
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn label(&self) -> &SharedString {
-        &self.label
-    }
-
-    fn client(&self) -> &Client {
-        &self.client
+    fn named(&self) -> Named<'_> {
+        Named {
+            client: &self.client,
+            name: &self.name,
+            label: &self.label,
+        }
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<(), Waiter<'_>>, Error> {

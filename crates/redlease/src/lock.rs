@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::cancel::Withdrawal;
 use crate::client::Client;
 use crate::error::{Error, wrong_type_message};
-use crate::front::{self, Begin, Patience};
+use crate::front::{self, Begin, Named, Patience};
 use crate::guard::LockGuard;
 use crate::hold::{Expiry, Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
@@ -493,16 +493,12 @@ impl front::Primitive for Lock {
 
     const KIND: &'static str = "lock";
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn label(&self) -> &SharedString {
-        &self.label
-    }
-
-    fn client(&self) -> &Client {
-        &self.client
+    fn named(&self) -> Named<'_> {
+        Named {
+            client: &self.client,
+            name: &self.name,
+            label: &self.label,
+        }
     }
 
     async fn begin(&self, patience: Patience) -> Result<Begin<LockGuard, Waiter<'_>>, Error> {

@@ -15,7 +15,7 @@ use futures_util::future::select_all;
 use crate::client::Client;
 use crate::connection::SlotId;
 use crate::error::Error;
-use crate::front::{self, Begin, Patience};
+use crate::front::{self, Begin, Named, Patience};
 use crate::guard::LockGuard;
 use crate::layout::{self, Layout};
 use crate::lock::Lock;
@@ -331,17 +331,12 @@ impl front::Primitive for MultiLock {
 
     const KIND: &'static str = "multi-lock";
 
-    /// The first member's name (the span's key).
-    fn name(&self) -> &str {
-        self.names.first().map_or("", |n| n)
-    }
-
-    fn label(&self) -> &SharedString {
-        &self.label
-    }
-
-    fn client(&self) -> &Client {
-        &self.client
+    fn named(&self) -> Named<'_> {
+        Named {
+            client: &self.client,
+            name: self.names.first().map_or("", |n| n),
+            label: &self.label,
+        }
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<MultiGuard, Waiter<'_>>, Error> {

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Patience};
+use crate::front::{self, Begin, Named, Patience};
 use crate::layout;
 use crate::name;
 use crate::pubsub::Wakes;
@@ -679,16 +679,12 @@ impl front::Primitive for ExpirableSemaphore {
 
     const KIND: &'static str = "expirable semaphore";
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn label(&self) -> &SharedString {
-        &self.label
-    }
-
-    fn client(&self) -> &Client {
-        &self.client
+    fn named(&self) -> Named<'_> {
+        Named {
+            client: &self.client,
+            name: &self.name,
+            label: &self.label,
+        }
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<PermitGuard, Waiter<'_>>, Error> {

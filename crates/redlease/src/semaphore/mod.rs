@@ -13,7 +13,7 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Patience};
+use crate::front::{self, Begin, Named, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::semaphore::{self as scripts, Counted, SetIfMissing, Taken};
@@ -599,16 +599,12 @@ impl front::Primitive for Request {
 
     const KIND: &'static str = "semaphore";
 
-    fn name(&self) -> &str {
-        &self.semaphore.name
-    }
-
-    fn label(&self) -> &SharedString {
-        &self.semaphore.label
-    }
-
-    fn client(&self) -> &Client {
-        &self.semaphore.client
+    fn named(&self) -> Named<'_> {
+        Named {
+            client: &self.semaphore.client,
+            name: &self.semaphore.name,
+            label: &self.semaphore.label,
+        }
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<SemaphorePermit, Waiter<'_>>, Error> {
