@@ -140,7 +140,7 @@ pub(crate) fn parse(value: &[u8]) -> Option<i64> {
 /// `WRONGTYPE` for a key of another type, and connection and server
 /// errors, as redis-rs reports them.
 pub(crate) async fn get(conn: &Connection, key: &str) -> Result<Option<i64>, redis::RedisError> {
-    let value: Option<Vec<u8>> = conn.query(redis::cmd("GET").arg(key)).await?;
+    let value: Option<Vec<u8>> = conn.query(&crate::scripts::commands::get(key)).await?;
     Ok(match value {
         None => Some(0),
         Some(value) => parse(&value),

@@ -20,6 +20,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
+use crate::scripts::commands;
 use crate::scripts::lock::{Renewal, Renewed};
 use crate::{metrics, release};
 
@@ -290,15 +291,12 @@ impl Hold {
         let conn = self.client.conn();
         let reply = if self.kind.is_string() {
             let value = conn
-                .query::<Option<Vec<u8>>>(redis::cmd("GET").arg(&*self.name))
+                .query::<Option<Vec<u8>>>(&commands::get(&self.name))
                 .await;
             value.map(|v| v.as_deref() == Some(self.field.as_bytes()))
         } else {
-            let cmd = redis::cmd("HEXISTS")
-                .arg(&*self.name)
-                .arg(&*self.field)
-                .to_owned();
-            conn.query::<bool>(&cmd).await
+            conn.query::<bool>(&commands::hexists(&self.name, &self.field))
+                .await
         };
         match reply.map_err(|e| Error::from(e).with_key(&self.name)) {
             Err(e) if e.is_wrong_type() => Ok(false),

@@ -10,6 +10,7 @@ use crate::connection::{Connection, PubSubMode, Timeouts};
 use crate::error::Error;
 use crate::kind::Kind;
 use crate::release;
+use crate::scripts::commands;
 
 /// How many replicas must acknowledge an acquire, and the connection the
 /// acquires and their `WAIT`s go through.
@@ -65,9 +66,7 @@ impl Replicas {
         let acked: i64 = self
             .conn
             .query_at_key(
-                redis::cmd("WAIT")
-                    .arg(self.count)
-                    .arg(self.wait.as_millis() as u64),
+                &commands::wait(self.count, self.wait.as_millis() as u64),
                 name,
             )
             .await

@@ -7,13 +7,13 @@ use std::fmt::Write;
 
 use redis::{FromRedisValue, RedisError, Value};
 
+use super::read_timeout_prefix;
 use super::{Derived, Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Waiter};
 use super::{derived_from, is_redisson_aux, permits_key_owner};
-use super::{latch_channel, permits_key, read_timeout_prefix, semaphore_channel};
-use super::{queue_key, timeout_key, token_key};
 use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
+use crate::scripts::commands::{self, Detail, Head};
 
 /// Hashes with more fields than this are not read: no lock has that many
 /// owners, and a big hash that matched a pattern must not cost much.
@@ -166,13 +166,7 @@ pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Re
     let mut keys_seen = 0;
     while budget > 0 && index < masters.len() {
         let count = budget.min(SCAN_BATCH);
-        let scan = redis::cmd("SCAN")
-            .arg(node_cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count)
-            .clone();
+        let scan = commands::scan(node_cursor, pattern, count);
         let (next, batch): (u64, Vec<String>) = conn.query_on(&masters[index], &scan).await?;
         keys_seen += batch.len();
         match found.last_mut() {
@@ -235,7 +229,7 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
 }
 
 async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>, RedisError> {
-    let (secs, micros): (u64, u64) = conn.query(&redis::cmd("TIME")).await?;
+    let (secs, micros): (u64, u64) = conn.query(&commands::time()).await?;
     let now_us = secs * 1_000_000 + micros;
     let mut states: Vec<LockState> = names
         .iter()
@@ -249,15 +243,7 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
     }
 
     // Round 1: what each key is.
-    let mut pipe = redis::pipe();
-    for name in names {
-        pipe.cmd("TYPE").arg(name);
-        pipe.cmd("PTTL").arg(name);
-        pipe.cmd("HLEN").arg(name);
-        pipe.cmd("GET").arg(token_key(name));
-        pipe.cmd("LLEN").arg(queue_key(name));
-    }
-    let replies = each(conn, &pipe).await?;
+    let replies = each(conn, &commands::key_kinds(names)).await?;
     for (state, r) in states.iter_mut().zip(replies.chunks_exact(5)) {
         state.key_type = get(&r[0]).unwrap_or_default();
         state.pttl_ms = get(&r[1]).unwrap_or(-2);
@@ -270,48 +256,17 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
     // passed, acquired permits and channel listeners.
     let now_ms = now_us / 1_000;
     let listeners = !conn.is_cluster();
-    let mut pipe = redis::pipe();
-    for state in &states {
-        // Placeholders keep six replies per name.
-        match (small_hash(state), state.key_type.as_str()) {
-            (true, _) => pipe.cmd("HGETALL").arg(&state.name),
-            (false, "string") => pipe.cmd("GETRANGE").arg(&state.name).arg(0).arg(MAX_VALUE),
-            _ => pipe.cmd("PING"),
-        };
-        pipe.cmd("LRANGE")
-            .arg(queue_key(&state.name))
-            .arg(0)
-            .arg(MAX_QUEUE - 1);
-        pipe.cmd("ZRANGEBYSCORE")
-            .arg(timeout_key(&state.name))
-            .arg("-inf")
-            .arg(now_ms)
-            .arg("WITHSCORES")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(MAX_QUEUE);
-        let semaphore_like = matches!(state.key_type.as_str(), "string" | "none");
-        if semaphore_like {
-            let permits = permits_key(&state.name);
-            pipe.cmd("ZCARD").arg(&permits);
-            pipe.cmd("ZRANGE")
-                .arg(&permits)
-                .arg(0)
-                .arg(MAX_QUEUE - 1)
-                .arg("WITHSCORES");
-        } else {
-            pipe.cmd("PING");
-            pipe.cmd("PING");
-        }
-        match listeners && state.key_type == "string" {
-            true => pipe
-                .cmd("PUBSUB")
-                .arg("NUMSUB")
-                .arg(semaphore_channel(&state.name))
-                .arg(latch_channel(&state.name)),
-            false => pipe.cmd("PING"),
-        };
-    }
+    let details = states.iter().map(|state| Detail {
+        name: &state.name,
+        head: match (small_hash(state), state.key_type.as_str()) {
+            (true, _) => Head::Hash,
+            (false, "string") => Head::String,
+            _ => Head::Nothing,
+        },
+        permits: matches!(state.key_type.as_str(), "string" | "none"),
+        listeners: listeners && state.key_type == "string",
+    });
+    let pipe = commands::key_details(details, now_ms, MAX_VALUE, MAX_QUEUE);
     let replies = each(conn, &pipe).await?;
     let mut queues = Vec::new();
     let mut past = Vec::new();
@@ -346,19 +301,18 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
 
     // Round 3: the deadline of each queue entry read, then the time to
     // live of each reader's newest hold.
-    let mut pipe = redis::pipe();
-    for (state, queue) in states.iter().zip(&queues) {
-        for owner in queue {
-            pipe.cmd("ZSCORE").arg(timeout_key(&state.name)).arg(owner);
-        }
-    }
-    for state in &states {
-        for (i, newest) in newest_holds(state) {
+    let queued = states.iter().zip(&queues).flat_map(|(state, queue)| {
+        queue
+            .iter()
+            .map(|owner| (state.name.as_str(), owner.as_str()))
+    });
+    let ttls = states.iter().flat_map(|state| {
+        newest_holds(state).map(|(i, newest)| {
             let prefix = read_timeout_prefix(&state.name, &state.holders[i].field);
-            let key = format!("{prefix}:{newest}");
-            pipe.cmd("PTTL").arg(key);
-        }
-    }
+            format!("{prefix}:{newest}")
+        })
+    });
+    let pipe = commands::deadlines_and_ttls(queued, ttls);
     let mut scores = each(conn, &pipe).await?.into_iter();
     for ((state, queue), mut past) in states.iter_mut().zip(queues).zip(past) {
         for owner in queue {

@@ -19,8 +19,11 @@
 //! layout's lock, with the commands that replace scripts where the server
 //! has them), `latch.rs` (Redisson's
 //! `RCountDownLatch`) and `expirable.rs` (Redisson's
-//! `RPermitExpirableSemaphore`, whose layout it describes). Each script's KEYS/ARGV/return contract
-//! is written on its builder; no other module packs KEYS or ARGV.
+//! `RPermitExpirableSemaphore`, whose layout it describes), and
+//! `commands.rs` (the few plain commands: reads, `WAIT`, `SCAN`). Each
+//! script's KEYS/ARGV/return contract is written on its builder; no other
+//! module packs a command (`connection/` aside, which speaks the protocol
+//! itself).
 //!
 //! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
 //! and redis-rs loads the script and retries once when the server answers
@@ -28,6 +31,7 @@
 //! pipelined, because that fallback does not apply inside pipelines.
 
 pub(crate) mod admin;
+pub(crate) mod commands;
 pub(crate) mod expirable;
 pub(crate) mod fair;
 pub(crate) mod latch;
