@@ -169,9 +169,7 @@ where
 /// The error of a call whose task never answered: the runtime is shutting
 /// down.
 pub(crate) fn runtime_stopped() -> Error {
-    Error::from(redis::RedisError::from(std::io::Error::other(
-        "the runtime stopped while a script ran",
-    )))
+    Error::runtime_stopped("a script")
 }
 
 #[cfg(test)]

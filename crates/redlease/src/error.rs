@@ -71,10 +71,11 @@ pub enum ErrorKind {
     Connection,
     /// Any other error reported by Redis or by the Redis client.
     Redis,
-    /// A call of the blocking API (feature `blocking`) could not block: it
-    /// was made inside a Tokio runtime, where blocking would stall the
-    /// runtime's thread, or the blocking API's own runtime could not start.
-    /// Nothing was sent.
+    /// The runtime would not serve the call: a call of the blocking API
+    /// (feature `blocking`) made inside a Tokio runtime, where blocking
+    /// would stall the runtime's thread, or the blocking API's own runtime
+    /// could not start (nothing was sent then); or the runtime shut down
+    /// while a script's task ran (its outcome unknown).
     Runtime,
 }
 
@@ -185,6 +186,14 @@ impl Error {
                  would stall the runtime's thread; use the async API there (redlease::Client), \
                  or call from a plain thread"
             ),
+        )
+    }
+
+    /// The runtime shut down while the task running `what` was on it.
+    pub(crate) fn runtime_stopped(what: &str) -> Error {
+        Error::new(
+            ErrorKind::Runtime,
+            format!("the runtime shut down during {what}; its outcome is unknown"),
         )
     }
 
@@ -497,8 +506,8 @@ impl Error {
     }
 
     /// Returns true if and only if a call of the blocking API was made
-    /// inside a Tokio runtime, or its own runtime could not start; nothing
-    /// was sent.
+    /// inside a Tokio runtime, or its own runtime could not start (nothing
+    /// was sent), or the runtime shut down during a call.
     pub fn is_runtime(&self) -> bool {
         self.inner.kind == ErrorKind::Runtime
     }
@@ -735,6 +744,20 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A runtime that shut down mid-call is said as such (#27: it was a
+    /// made-up I/O error from Redis, which waiters retried as a lost
+    /// connection).
+    #[test]
+    fn a_stopped_runtime_is_a_runtime_error_not_a_redis_one() {
+        let e = Error::runtime_stopped("a script");
+        assert!(e.is_runtime());
+        assert!(!e.is_transient() && !e.is_connection());
+        assert_eq!(
+            e.to_string(),
+            "the runtime shut down during a script; its outcome is unknown"
+        );
+    }
 
     #[test]
     fn busy_carries_key_and_wait() {

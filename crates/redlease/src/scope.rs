@@ -224,11 +224,7 @@ pub(crate) async fn reenter(
     };
     let reply = cancel::run_or_undo(client.conn(), call, |took: &bool| *took, move || undo.run())
         .await
-        .ok_or_else(|| {
-            Error::from(redis::RedisError::from(std::io::Error::other(
-                "the runtime stopped during a re-entry",
-            )))
-        })?;
+        .ok_or_else(|| Error::runtime_stopped("a re-entry"))?;
     // An error may come after the script ran (a lost reply): the count may
     // then stay raised, and the key outlives the scope's last release by at
     // most one lease, as a crashed holder's would.
