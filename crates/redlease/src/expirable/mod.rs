@@ -632,11 +632,6 @@ impl ExpirableSemaphore {
     }
 }
 
-/// A busy error in a semaphore's words.
-fn busy(name: &str, waited: Duration) -> Error {
-    count::too_few_permits(name, waited)
-}
-
 /// A release reply as the API reports it.
 fn expect_released(name: &str, id: &str, released: Release) -> Result<(), Error> {
     let why = match released {
@@ -709,7 +704,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        busy(&self.semaphore.name, waited)
+        count::too_few_permits(&self.semaphore.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<PermitGuard>, Error> {
@@ -768,7 +763,7 @@ mod tests {
 
     #[test]
     fn busy_is_busy_in_a_semaphores_words() {
-        let e = busy("jobs", Duration::from_millis(5));
+        let e = count::too_few_permits("jobs", Duration::from_millis(5));
         assert!(e.is_busy());
         assert_eq!(e.waited(), Some(Duration::from_millis(5)));
         assert_eq!(

@@ -632,7 +632,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        busy(&self.semaphore.name, waited)
+        count::too_few_permits(&self.semaphore.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<SemaphorePermit>, Error> {
@@ -658,11 +658,6 @@ impl Contender for Waiter<'_> {
     fn restart(&mut self) {}
 
     async fn give_up(&mut self) {}
-}
-
-/// The busy error of a semaphore: too few permits available.
-fn busy(name: &str, waited: Duration) -> Error {
-    count::too_few_permits(name, waited)
 }
 
 /// Permits to give back: an acquire that took them for a caller that is
