@@ -34,7 +34,7 @@ where
     let (tx, rx) = oneshot::channel();
     let (task_conn, task_undo) = (conn.clone(), undo.clone());
     drop(tokio::spawn(async move {
-        let reply = task_conn.run::<T>(&call).await;
+        let reply = call.run::<T>(&task_conn).await;
         // The caller's end is gone: nobody will receive this success.
         if let Err(Ok(reply)) = tx.send(reply)
             && took(&reply)

@@ -159,7 +159,7 @@ where
     T: FromRedisValue + Send + 'static,
 {
     let conn = conn.clone();
-    let task = tokio::spawn(async move { conn.run::<T>(&call).await });
+    let task = tokio::spawn(async move { call.run::<T>(&conn).await });
     match task.await {
         Ok(reply) => reply.map_err(Error::from),
         Err(_) => Err(runtime_stopped()),

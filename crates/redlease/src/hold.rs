@@ -322,7 +322,7 @@ impl Hold {
         }
         let call = self.kind.extend(&self.name, lease_ms, &self.field);
         let sent_at = Instant::now();
-        let reply = self.client.conn().call::<Renewed>(&call).await;
+        let reply = call.run::<Renewed>(self.client.conn()).await;
         match reply.map_err(|e| Error::from(e).with_key(&self.name))? {
             Renewed(r) if r.first() == Some(&Renewal::Renewed) => {
                 // From when the request was sent: Redis set the expiry no

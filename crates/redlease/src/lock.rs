@@ -393,7 +393,7 @@ impl Lock {
         let call = self.kind.acquire(&self.name, field, options, enqueue);
         let sent_at = Instant::now();
         metrics::acquire_attempt(&self.label);
-        let token = match conn.call::<Acquired>(&call).await {
+        let token = match call.run::<Acquired>(conn).await {
             Ok(Acquired::Granted(token)) => token,
             Ok(Acquired::Busy(ttl)) => {
                 pending.disarm();

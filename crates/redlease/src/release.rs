@@ -36,8 +36,8 @@ pub(crate) async fn withdraw(
 /// (expired, released, taken over, or the key now holds another type, which
 /// is left untouched); connection and server errors as they come.
 pub(crate) async fn run(conn: &Connection, call: &Call, name: &str) -> Result<(), Error> {
-    let reply = conn
-        .call::<Released>(call)
+    let reply = call
+        .run::<Released>(conn)
         .await
         .map_err(|e| Error::from(e).with_key(name))?;
     tracing::debug!(key = name, ?reply, "release");

@@ -32,8 +32,6 @@ pub(crate) use pushes::{Push, Pushes};
 pub(crate) use sentinel::SentinelAuth;
 pub(crate) use tls::TlsOptions;
 
-use crate::scripts::{Call, ScriptCall, string};
-
 /// How a connection waits.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timeouts {
@@ -112,7 +110,7 @@ pub(crate) struct Connection {
     backend: Backend,
     publish: Publish,
     /// The server's own owner-checked commands, found by the connection's
-    /// first string-layout call ([`string`]).
+    /// first string-layout call ([`crate::scripts::string`]).
     natives: NativesCell,
 }
 
@@ -267,20 +265,22 @@ impl Connection {
         self.publish
     }
 
-    /// Sends a script call (`EVALSHA`, loading the script on `NOSCRIPT`),
-    /// to the node of its first key on a cluster.
-    pub(crate) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, RedisError> {
-        let invocation = call.invocation();
+    /// Sends a script invocation (`EVALSHA`, loading the script on
+    /// `NOSCRIPT`), to the node of its first key on a cluster. The crate's
+    /// calls are sent by [`ScriptCall::run`](crate::scripts::ScriptCall::run)
+    /// and [`Call::run`](crate::scripts::Call::run), which know what a call
+    /// is; the connection only carries it.
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T, RedisError> {
         match &self.backend {
             Backend::Single(manager) => invocation.invoke_async(&mut manager.clone()).await,
             #[cfg(feature = "cluster")]
             Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.conn()).await,
             Backend::Sentinel(s) => {
-                s.with(|mut m| {
-                    let invocation = &invocation;
-                    async move { invocation.invoke_async(&mut m).await }
-                })
-                .await
+                s.with(|mut m| async move { invocation.invoke_async(&mut m).await })
+                    .await
             }
         }
     }
@@ -288,15 +288,6 @@ impl Connection {
     /// The server's own owner-checked commands, as far as known.
     pub(crate) fn natives(&self) -> &NativesCell {
         &self.natives
-    }
-
-    /// Sends a call of either kind: a script call, or a string-layout call
-    /// in the form this connection's server takes best.
-    pub(crate) async fn call<T: FromRedisValue>(&self, call: &Call) -> Result<T, RedisError> {
-        match call {
-            Call::Script(script) => self.run(script).await,
-            Call::String(call) => Ok(T::from_redis_value(string::run(self, call).await?)?),
-        }
     }
 
     /// Sends the commands of `pipe` together (on a cluster, to the node of

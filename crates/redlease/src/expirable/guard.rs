@@ -224,7 +224,7 @@ impl PermitGuard {
         self.stop_renewal();
         let conn = self.client.conn();
         let call = scripts::release(&self.name, &self.raw, conn.publish());
-        let reply = conn.run::<Release>(&call).await;
+        let reply = call.run::<Release>(conn).await;
         let result = match reply {
             Ok(released) => expect_released(&self.name, &self.id, released),
             Err(e) => Err(Error::from(e).with_key(&self.name)),
@@ -317,7 +317,7 @@ impl PermitGuard {
         let conn = self.client.conn();
         let call = scripts::renew(&self.name, &self.raw, lease_ms, conn.publish());
         let sent = Instant::now();
-        match conn.run::<i64>(&call).await {
+        match call.run::<i64>(conn).await {
             Ok(1) => {
                 *lock(end) = sent + lease;
                 Ok(())
@@ -498,7 +498,7 @@ fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) {
     // then brings the permit back.
     drop(handle.spawn(async move {
         let call = scripts::release(&name, &raw, conn.publish());
-        match conn.run::<Release>(&call).await {
+        match call.run::<Release>(&conn).await {
             Ok(reply) => tracing::debug!(key = %name, ?reply, "permit released in the background"),
             Err(e) => tracing::warn!(key = %name, error = %e, "background permit release failed; it returns when its lease ends"),
         }
@@ -534,7 +534,7 @@ async fn renew(
         let sent = Instant::now();
         let call = scripts::renew(&name, &raw, period.lease_ms, conn.publish());
         let reply = tokio::select! {
-            reply = conn.run::<i64>(&call) => reply,
+            reply = call.run::<i64>(&conn) => reply,
             _ = sleep_until(until) => {
                 lost.set(LostReason::RenewalFailed);
                 return;

@@ -540,7 +540,7 @@ impl ExpirableSemaphore {
         let mut pending = Pending::armed(conn, &self.name, id);
         let call = scripts::acquire(&self.name, lease_ms, &[&id], conn.publish());
         let sent_at = Instant::now();
-        let reply = conn.run::<Acquire>(&call).await;
+        let reply = call.run::<Acquire>(conn).await;
         match reply {
             Ok(Acquire::Acquired) => {}
             Ok(Acquire::Busy(nearest)) => {
@@ -592,9 +592,7 @@ impl ExpirableSemaphore {
         &self,
         call: &crate::scripts::ScriptCall,
     ) -> Result<T, Error> {
-        self.client
-            .conn()
-            .run::<T>(call)
+        call.run::<T>(self.client.conn())
             .await
             .map_err(|e| self.error(e))
     }

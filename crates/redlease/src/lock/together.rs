@@ -98,7 +98,7 @@ impl Lock {
         for (i, ..) in &fresh {
             metrics::acquire_attempt(&locks[*i].label);
         }
-        let reply = conn.run::<AcquiredAll>(&call).await;
+        let reply = call.run::<AcquiredAll>(conn).await;
         let known = match &reply {
             Ok(AcquiredAll::Granted(tokens)) => tokens.len() == fresh.len(),
             Ok(_) => true,

@@ -44,7 +44,9 @@ pub(crate) mod string;
 use std::fmt;
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation, ToRedisArgs};
+use redis::{FromRedisValue, RedisError, Script, ScriptInvocation, ToRedisArgs};
+
+use crate::connection::Connection;
 
 pub use lock::{acquire, release};
 
@@ -59,6 +61,18 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 pub(crate) enum Call {
     Script(ScriptCall),
     String(string::StringCall),
+}
+
+impl Call {
+    /// Sends the call on `conn`: a script call as
+    /// [`ScriptCall::run`], a string-layout call in the form `conn`'s
+    /// server takes best ([`string::run`]).
+    pub(crate) async fn run<T: FromRedisValue>(&self, conn: &Connection) -> Result<T, RedisError> {
+        match self {
+            Call::Script(script) => script.run(conn).await,
+            Call::String(call) => Ok(T::from_redis_value(string::run(conn, call).await?)?),
+        }
+    }
 }
 
 impl From<ScriptCall> for Call {
@@ -192,6 +206,12 @@ impl ScriptCall {
         out.extend(self.keys.iter().cloned());
         out.extend(self.args.iter().cloned());
         out
+    }
+
+    /// Sends the call on `conn` (`EVALSHA`, loading the script on
+    /// `NOSCRIPT`; on a cluster, to the node of its first key).
+    pub(crate) async fn run<T: FromRedisValue>(&self, conn: &Connection) -> Result<T, RedisError> {
+        conn.invoke(&self.invocation()).await
     }
 
     /// The call as redis-rs sends it, with its `NOSCRIPT` fallback.

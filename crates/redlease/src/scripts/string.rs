@@ -210,9 +210,7 @@ async fn acquire_now(
             // cannot use is the next grant's error to report, not this
             // refusal's.)
             if !matches!(incr, Value::Int(token) if token >= CLOCK_FLOOR)
-                && let Err(e) = conn
-                    .run::<i64>(&fence_script(counter, fencing_ttl_ms))
-                    .await
+                && let Err(e) = fence_script(counter, fencing_ttl_ms).run::<i64>(conn).await
             {
                 tracing::debug!(key, error = %e, "fencing counter not started");
             }
@@ -235,10 +233,7 @@ async fn acquire_now(
     // raises exactly what the Redisson layout's acquire raises.
     let token = match incr {
         Value::Int(token) if (CLOCK_FLOOR..TOKEN_CEILING).contains(&token) => Ok(token),
-        _ => {
-            conn.run::<i64>(&fence_script(counter, fencing_ttl_ms))
-                .await
-        }
+        _ => fence_script(counter, fencing_ttl_ms).run::<i64>(conn).await,
     };
     match token {
         Ok(token) => Ok(Value::Array(vec![Value::Int(1), Value::Int(token)])),
@@ -301,8 +296,7 @@ async fn release_now(
             None => conn.natives().set(Natives::None),
         }
     }
-    conn.run(&release_script(key, channel, owner, publish))
-        .await
+    release_script(key, channel, owner, publish).run(conn).await
 }
 
 /// The release by the server's own compare-and-delete; `None` when the
@@ -355,8 +349,7 @@ async fn extend_now(
             None => conn.natives().set(Natives::None),
         }
     }
-    conn.run(&super::lock::renew(lease_ms, [(key, owner)]))
-        .await
+    super::lock::renew(lease_ms, [(key, owner)]).run(conn).await
 }
 
 /// The extension by `SET ... IFEQ`, answered as the renewal script for one

@@ -692,7 +692,7 @@ impl GiveBack {
         } = self.clone();
         drop(handle.spawn(async move {
             let call = scripts::release(&name, permits, conn.publish());
-            match conn.run::<Counted>(&call).await {
+            match call.run::<Counted>(&conn).await {
                 Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a cancelled acquire"),
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a cancelled acquire; they stay taken"),
             }

@@ -166,7 +166,7 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
         scripts::lock::renew(shared.timeout_ms, locks)
     };
     let sent_at = Instant::now();
-    match conn.run::<Renewed>(&call).await {
+    match call.run::<Renewed>(&conn).await {
         Ok(Renewed(renewed)) if renewed.len() == batch.len() => {
             (true, shared.apply(&batch, &renewed, sent_at))
         }
