@@ -8,7 +8,8 @@ mod table;
 use std::io::Write;
 use std::process::ExitCode;
 
-use redlease::layout::{self, LockState, StateKind};
+use redlease::admin;
+use redlease::layout::{LockState, StateKind};
 
 use crate::connect::{Target, admin_hint, fail};
 
@@ -68,7 +69,7 @@ pub(crate) struct InspectArgs {
 #[derive(Debug)]
 struct Report {
     pattern: String,
-    scan: layout::Scan,
+    scan: admin::Scan,
     /// Keys that are not locks, left out because no --pattern named them as
     /// lock keys.
     not_locks_skipped: usize,
@@ -86,7 +87,7 @@ pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
         Err(message) => return fail(&message),
     };
     let pattern = args.pattern.as_deref().unwrap_or("*");
-    let mut scan = match layout::scan(&client, pattern, args.cursor, args.limit).await {
+    let mut scan = match admin::scan(&client, pattern, args.cursor, args.limit).await {
         Ok(scan) => scan,
         Err(e) => {
             let hint = admin_hint(&e);

@@ -103,7 +103,7 @@ const SENT: &[&str] = &[
     "command|info",
 ];
 
-/// Commands `inspect` sends (`layout::read` and `layout::scan`).
+/// Commands `inspect` sends (`admin::read` and `admin::scan`).
 const INSPECT: &[&str] = &[
     "scan",
     "type",

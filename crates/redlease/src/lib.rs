@@ -126,8 +126,9 @@
 //! * `error.rs`: [`Error`] and [`ErrorKind`].
 //! * `metrics.rs`: [`metrics`]: what is recorded through the `metrics`
 //!   facade, under which names and labels.
-//! * `admin.rs`: [`admin`]: forced unlock of any owner's lock, for
-//!   operators.
+//! * `admin/`: [`admin`]: what operators use: the read-only reader of lock
+//!   states (`read`, `scan`, on replicas too) and forced unlock of any
+//!   owner's lock.
 //! * `acl.rs`: [`acl`]: the least-privilege Redis ACL rules for locks on
 //!   given name prefixes (`redlease acl`).
 //! * `layout/`: [`layout`]: the [`Layout`](layout::Layout) choice,
@@ -136,7 +137,10 @@
 //! * `scripts/`: [`scripts`]: every Lua script, one file per primitive, each
 //!   next to its KEYS/ARGV builder and its reply decoder; `string.rs` also
 //!   holds the string layout's plain commands and picks between them and
-//!   its scripts per connection.
+//!   its scripts per connection; `commands.rs` the plain commands of the
+//!   rest. A call is sent with its own `run(conn)`: the connection below
+//!   only carries invocations, so the layers import one way (a test in
+//!   this file checks that no two modules import each other).
 //!
 //! The engines a primitive plugs into (see DESIGN.md, "Adding a
 //! primitive"):
@@ -304,6 +308,79 @@ mod map {
                 source.contains(&file) || source.contains(&dir),
                 "lib.rs's map does not name module {module}"
             );
+        }
+    }
+
+    /// No two modules import each other, directly or through others: the
+    /// layers go one way (#27, where `connection` and `scripts` did). A
+    /// module's imports are the `crate::<module>` paths in its files' code
+    /// (comments and test modules aside); `crate::<Type>` re-exports at the
+    /// root are the API's, used only by the blocking twin on top.
+    #[test]
+    fn the_modules_import_without_a_cycle() {
+        use std::collections::{BTreeMap, BTreeSet};
+
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let relative = path.strip_prefix(&root).unwrap().to_str().unwrap();
+                let module = relative.split('/').next().unwrap().trim_end_matches(".rs");
+                if module == "lib" || !relative.ends_with(".rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                let used = imports.entry(module.to_owned()).or_default();
+                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    for (_, rest) in line
+                        .match_indices("crate::")
+                        .map(|(i, _)| line.split_at(i + 7))
+                    {
+                        let names: Vec<&str> = match rest.strip_prefix('{') {
+                            Some(group) => group.split(['}', ',']).map(str::trim).collect(),
+                            None => vec![rest],
+                        };
+                        for name in names {
+                            let first: String = name
+                                .chars()
+                                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                                .collect();
+                            if !first.is_empty() && first != module {
+                                used.insert(first);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(imports.len() > 20, "{imports:?}");
+        // Depth-first from each module: reaching it again is a cycle.
+        for start in imports.keys() {
+            let mut stack: Vec<Vec<&str>> = vec![vec![start]];
+            let mut seen = BTreeSet::new();
+            while let Some(path) = stack.pop() {
+                let last = *path.last().unwrap();
+                for next in imports.get(last).into_iter().flatten() {
+                    if next == start {
+                        panic!(
+                            "modules import each other: {} -> {start}",
+                            path.join(" -> ")
+                        );
+                    }
+                    if seen.insert(next.as_str()) {
+                        let mut longer = path.clone();
+                        longer.push(next);
+                        stack.push(longer);
+                    }
+                }
+            }
         }
     }
 }

@@ -215,7 +215,8 @@ fn ms_human(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use redlease::layout::{Holder, Scan};
+    use redlease::admin::Scan;
+    use redlease::layout::Holder;
 
     use super::*;
 

@@ -15,11 +15,9 @@
 //! hash slot: `prefix:{name}`, or `prefix:name` when the name already
 //! contains `{` (the user chose the hash tag).
 
-mod read;
-mod state;
+pub(crate) mod state;
 
-pub(crate) use read::escape as escape_value;
-pub use read::{Scan, read, scan};
+pub(crate) use state::escape as escape_value;
 pub use state::{
     Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,
 };
@@ -42,7 +40,7 @@ pub use state::{
 ///     .await?;
 /// let guard = client.lock("doc:layout:string").try_lock().await?;
 /// let names = ["doc:layout:string".to_owned()];
-/// let state = &redlease::layout::read(&client, &names).await?[0];
+/// let state = &redlease::admin::read(&client, &names).await?[0];
 /// assert_eq!(state.key_type, "string"); // `SET key owner NX PX lease`
 /// assert_eq!(state.string_owner(), Some(guard.owner()));
 /// guard.unlock().await?;

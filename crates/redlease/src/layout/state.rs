@@ -2,6 +2,7 @@
 //! string-layout string, or a semaphore, or a count-down latch), and what
 //! an operator should look at in it.
 
+use std::fmt::Write;
 use std::time::Duration;
 
 /// Fencing tokens below this (September 2001 in microseconds) were not
@@ -163,7 +164,7 @@ pub struct Waiter {
 /// let exports = client.expirable_semaphore("doc:permit");
 /// exports.try_set_total(2).await?;
 /// let permit = exports.try_acquire().await?;
-/// let state = &layout::read(&client, &["doc:permit".to_owned()]).await?[0];
+/// let state = &redlease::admin::read(&client, &["doc:permit".to_owned()]).await?[0];
 /// assert_eq!(state.permits[0].id, permit.id());
 /// assert!(state.permits[0].expires_ms.is_some()); // leased
 /// permit.release().await?;
@@ -314,7 +315,7 @@ pub struct LockState {
 /// let guard = client.read_write_lock("doc:state-kind:rw").read().try_lock().await?;
 /// client.count_down_latch("doc:state-kind:latch").try_set_count(2).await?;
 /// let names = ["doc:state-kind:rw", "doc:state-kind:latch"].map(String::from);
-/// let states = layout::read(&client, &names).await?;
+/// let states = redlease::admin::read(&client, &names).await?;
 /// assert_eq!(states[0].kind(), StateKind::ReadWriteLock);
 /// assert_eq!(states[1].kind(), StateKind::Counter); // nobody waits on it yet
 /// guard.unlock().await?;
@@ -586,7 +587,7 @@ impl LockState {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// let client = redlease::Client::connect(&url).await?;
     /// client.semaphore("doc:counter").try_set_available(5).await?;
-    /// let state = &redlease::layout::read(&client, &["doc:counter".to_owned()]).await?[0];
+    /// let state = &redlease::admin::read(&client, &["doc:counter".to_owned()]).await?[0];
     /// assert_eq!(state.counter(), Some(5));
     /// # Ok(())
     /// # }
@@ -827,6 +828,44 @@ impl LockState {
 fn is_count(value: &str) -> bool {
     let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
     value.len() <= 20 && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Longest string value kept: a semaphore's or latch's integer is at most
+/// 20 bytes (`i64::MIN`), a string lock's owner some 40 (a UUID and a
+/// counter; rslock's 20 random bytes, escaped, 80); one byte more is read
+/// to tell a longer string, so a big string that matched a pattern costs
+/// little.
+pub(crate) const MAX_VALUE: usize = 128;
+
+/// A string's value, as read, for people and JSON: bytes that are not
+/// UTF-8 (rslock's owners are 20 random bytes) as `\xNN`, control
+/// characters as Rust escapes them and `\` as `\\`, so that one value is
+/// one line and tells its bytes apart; past [`MAX_VALUE`] bytes cut, with
+/// `...`.
+pub(crate) fn escape(value: &[u8]) -> String {
+    let mut end = value.len().min(MAX_VALUE);
+    // Not in the middle of a character, where the value is UTF-8.
+    while end < value.len() && end > MAX_VALUE - 3 && value[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    let (kept, cut) = (&value[..end], end < value.len());
+    let mut out = String::with_capacity(kept.len());
+    for chunk in kept.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() => out.extend(c.escape_default()),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    if cut {
+        out.push_str("...");
+    }
+    out
 }
 
 #[cfg(test)]

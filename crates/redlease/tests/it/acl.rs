@@ -126,7 +126,7 @@ async fn outside_its_prefix_the_user_is_refused_with_an_auth_error_naming_the_lo
         .await
         .unwrap_err();
     assert!(err.is_auth(), "{err:?}");
-    let err = redlease::layout::scan(&c, "test:orders:*", 0, 100)
+    let err = redlease::admin::scan(&c, "test:orders:*", 0, 100)
         .await
         .unwrap_err();
     assert!(err.is_auth(), "{err:?}");
@@ -175,7 +175,7 @@ async fn the_admin_rules_let_an_operator_inspect_and_force_unlock() {
     let ops = client_as(&server, "ops", Duration::from_secs(30)).await;
     let name = unique("orders:stuck");
     let held = svc.lock(&name).try_lock().await.unwrap();
-    let scan = redlease::layout::scan(&ops, "test:orders:*", 0, 100)
+    let scan = redlease::admin::scan(&ops, "test:orders:*", 0, 100)
         .await
         .unwrap();
     assert_eq!(scan.locks.len(), 1, "{scan:?}");

@@ -120,14 +120,14 @@ async fn issue_27_force_unlock_removes_a_string_layout_lock() {
     assert!(state.removed, "{state:?}");
 }
 
-/// A state read without the admin script (`layout::read`, on a replica for
+/// A state read without the admin script (`admin::read`, on a replica for
 /// example) cannot prove a string's value unchanged: nothing is removed.
 #[tokio::test]
 async fn issue_27_a_string_read_elsewhere_is_not_removed_unseen() {
     let client = string_client().await;
     let name = unique("admin:unseen");
     let guard = client.lock(&name).try_lock().await.unwrap();
-    let seen = layout::read(&client, std::slice::from_ref(&name))
+    let seen = admin::read(&client, std::slice::from_ref(&name))
         .await
         .unwrap()
         .remove(0);

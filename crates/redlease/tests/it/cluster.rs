@@ -197,7 +197,7 @@ async fn declared_locks_and_the_scan_work_on_a_cluster() {
         .await
         .unwrap_err();
     assert!(busy.is_busy(), "{busy}");
-    let scan = redlease::layout::scan(&c, &format!("{prefix}:*"), 0, 100_000)
+    let scan = redlease::admin::scan(&c, &format!("{prefix}:*"), 0, 100_000)
         .await
         .unwrap();
     assert_eq!(scan.cursor, 0);

@@ -254,7 +254,7 @@ async fn layout_reader_reads_a_replica() {
     });
     assert!(acked, "the replica never acknowledged the writes");
     let reader = redlease::Client::connect(&replica.url()).await.unwrap();
-    let states = redlease::layout::read(&reader, std::slice::from_ref(&name))
+    let states = redlease::admin::read(&reader, std::slice::from_ref(&name))
         .await
         .unwrap();
     let state = &states[0];
@@ -267,7 +267,7 @@ async fn layout_reader_reads_a_replica() {
         state.waiters[0].stale,
         "a waiter without a deadline is gone"
     );
-    let scan = redlease::layout::scan(&reader, "test:replica-read:*", 0, 1000)
+    let scan = redlease::admin::scan(&reader, "test:replica-read:*", 0, 1000)
         .await
         .unwrap();
     assert_eq!(scan.cursor, 0);

@@ -233,7 +233,7 @@ mod with_tls {
         let mut found = Vec::new();
         let mut cursor = 0;
         loop {
-            let scan = redlease::layout::scan(&client, "test:tls-cluster-*", cursor, 1000)
+            let scan = redlease::admin::scan(&client, "test:tls-cluster-*", cursor, 1000)
                 .await
                 .unwrap();
             found.extend(scan.locks.into_iter().map(|s| (s.name, s.node)));

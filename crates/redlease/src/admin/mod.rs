@@ -1,5 +1,9 @@
-//! Operator actions on locks that are not ours: what `redlease unlock
-//! --force` is built on.
+//! Operator actions on locks that are not ours: what `redlease inspect`
+//! and `redlease unlock --force` are built on.
+//!
+//! [`read`] and [`scan`] only read (plain commands, no scripts: they work
+//! on a replica and for an ACL user who may only read);
+//! [`lock_state`] and the `force_unlock` family go through one script each.
 //!
 //! These bypass the owner check that every [`LockGuard`](crate::LockGuard)
 //! operation makes. A forced unlock of a lock that is really held lets a
@@ -9,6 +13,10 @@
 //!
 //! The names of a lock's keys and channels, and the [`LockState`] these
 //! functions return, are in [`crate::layout`].
+
+mod read;
+
+pub use read::{Scan, read, scan};
 
 use crate::client::Client;
 use crate::error::Error;
@@ -150,7 +158,7 @@ pub async fn force_unlock_any_type(client: &Client, name: &str) -> Result<LockSt
 /// removal an operator confirmed after looking at [`lock_state`]: a lock
 /// released and taken by a live holder in between, even of the same type,
 /// is not removed. `seen` must come from [`lock_state`] (or a forced
-/// unlock): a string read by [`layout::read`](crate::layout::read) has no
+/// unlock): a string read by [`read`] has no
 /// digest, so it always counts as changed.
 ///
 /// # Errors
@@ -201,8 +209,8 @@ async fn run(
 ) -> Result<LockState, Error> {
     name::validate(key)?;
     let conn = client.conn();
-    let ForceUnlocked(mut state) = conn
-        .run(&call(key, removal, conn.publish(), seen))
+    let ForceUnlocked(mut state) = call(key, removal, conn.publish(), seen)
+        .run(conn)
         .await
         .map_err(|e| Error::from(e).with_key(key))?;
     tracing::debug!(key, ?removal, removed = state.removed, "force unlock");

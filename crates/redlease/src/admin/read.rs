@@ -3,16 +3,15 @@
 //! an ACL user who may only read.
 
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
 use redis::{FromRedisValue, RedisError, Value};
 
-use super::read_timeout_prefix;
-use super::{Derived, Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Waiter};
-use super::{derived_from, is_redisson_aux, permits_key_owner};
 use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
+use crate::layout::state::{MAX_VALUE, escape};
+use crate::layout::{Derived, Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Waiter};
+use crate::layout::{derived_from, is_redisson_aux, permits_key_owner, read_timeout_prefix};
 use crate::scripts::commands::{self, Detail, Head};
 
 /// Hashes with more fields than this are not read: no lock has that many
@@ -21,12 +20,6 @@ const MAX_FIELDS: u64 = 64;
 /// Fair-queue entries read per lock, and acquired permits per expirable
 /// semaphore.
 const MAX_QUEUE: usize = 100;
-/// Longest string value kept: a semaphore's or latch's integer is at most
-/// 20 bytes (`i64::MIN`), a string lock's owner some 40 (a UUID and a
-/// counter; rslock's 20 random bytes, escaped, 80); one byte more is read
-/// to tell a longer string, so a big string that matched a pattern costs
-/// little.
-const MAX_VALUE: usize = 128;
 /// How many keys one SCAN call is asked to look at (its COUNT hint).
 const SCAN_BATCH: u64 = 100;
 
@@ -61,7 +54,7 @@ const SCAN_BATCH: u64 = 100;
 /// let guard = client.lock("doc:read:lock").try_lock().await?;
 /// client.semaphore("doc:read:semaphore").try_set_available(3).await?;
 /// let names = ["doc:read:lock", "doc:read:semaphore", "doc:read:absent"].map(String::from);
-/// let states = layout::read(&client, &names).await?; // in the order asked
+/// let states = redlease::admin::read(&client, &names).await?; // in the order asked
 /// assert_eq!(states[0].kind(), StateKind::Lock);
 /// assert_eq!(states[1].counter(), Some(3)); // nobody waits: a `Counter`
 /// assert!(states[2].is_empty());
@@ -83,7 +76,7 @@ pub async fn read(client: &Client, names: &[String]) -> Result<Vec<LockState>, E
 /// # let url = redlease_testkit::RedisServer::shared().url();
 /// let client = redlease::Client::connect(&url).await?;
 /// let _guard = client.lock("doc:scan-type:1").try_lock().await?;
-/// let page = redlease::layout::scan(&client, "doc:scan-type:*", 0, 1_000).await?;
+/// let page = redlease::admin::scan(&client, "doc:scan-type:*", 0, 1_000).await?;
 /// println!("{} keys looked at, {} locks", page.keys_seen, page.locks.len());
 /// if page.cursor != 0 {
 ///     // More to scan: call again from `page.cursor`.
@@ -138,7 +131,7 @@ const NODE_CURSOR_BITS: u32 = 48;
 /// let _b = client.lock("doc:scan:b").try_lock().await?;
 /// let (mut cursor, mut found) = (0, Vec::new());
 /// loop {
-///     let page = redlease::layout::scan(&client, "doc:scan:*", cursor, 100).await?;
+///     let page = redlease::admin::scan(&client, "doc:scan:*", cursor, 100).await?;
 ///     found.extend(page.locks.into_iter().map(|state| state.name));
 ///     cursor = page.cursor;
 ///     if cursor == 0 {
@@ -365,37 +358,6 @@ fn newest_holds(state: &LockState) -> impl Iterator<Item = (usize, i64)> + '_ {
         .enumerate()
         .filter(move |(_, h)| rwlock && !h.is_writer())
         .filter_map(|(i, h)| Some((i, h.count().filter(|&c| c > 0)?)))
-}
-
-/// A string's value, as read, for people and JSON: bytes that are not
-/// UTF-8 (rslock's owners are 20 random bytes) as `\xNN`, control
-/// characters as Rust escapes them and `\` as `\\`, so that one value is
-/// one line and tells its bytes apart; past [`MAX_VALUE`] bytes cut, with
-/// `...`.
-pub(crate) fn escape(value: &[u8]) -> String {
-    let mut end = value.len().min(MAX_VALUE);
-    // Not in the middle of a character, where the value is UTF-8.
-    while end < value.len() && end > MAX_VALUE - 3 && value[end] & 0xc0 == 0x80 {
-        end -= 1;
-    }
-    let (kept, cut) = (&value[..end], end < value.len());
-    let mut out = String::with_capacity(kept.len());
-    for chunk in kept.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => out.extend(c.escape_default()),
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    if cut {
-        out.push_str("...");
-    }
-    out
 }
 
 /// Bytes in lowercase hex, as Redisson's API shows a permit id.
