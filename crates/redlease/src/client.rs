@@ -1,20 +1,28 @@
-//! The client: options, owner ids, and the parts every lock of the client
-//! shares (its connection, its watchdog, its subscriptions), behind narrow
-//! methods. No protocol code: that is in the lock modules.
+//! The client: every public method of [`Client`] (connecting, its options,
+//! the handles it makes) and its builder. The parts its primitives share
+//! (connection, owner ids, watchdog, subscriptions) are in `shared.rs`;
+//! no protocol code here: that is in the primitives' modules.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use crate::connection::{self, Connection, PubSubMode, SentinelAuth, Timeouts, TlsOptions};
 use crate::error::Error;
+use crate::expirable::ExpirableSemaphore;
+use crate::kind::Kind;
+use crate::latch::CountDownLatch;
 use crate::layout::Layout;
+use crate::lock::Lock;
+use crate::multi::MultiLock;
 use crate::name;
-use crate::pubsub::{Subscription, Subscriptions, Wakes};
+use crate::pubsub::Subscriptions;
 use crate::replicas::Replicas;
+use crate::rwlock::ReadWriteLock;
+use crate::semaphore::Semaphore;
+use crate::shared::{Handle, Inner, Shared};
 use crate::watchdog::Watchdog;
 
 /// The lease of a watchdog-mode lock when no other timeout is configured,
@@ -88,95 +96,9 @@ const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    /// Renewals, releases, re-entries and subscriptions go out here.
-    conn: Connection,
-    /// Random per client, like Redisson's client UUID: owner fields are
-    /// `<id>:<n>`, so two processes never mistake each other's holds.
-    id: String,
-    /// A new `n` for every acquisition: re-entry is opt-in (an owner scope),
-    /// so by default two acquisitions in one process exclude each other
-    /// exactly as two processes do.
-    next_owner: AtomicU64,
-    watchdog_timeout: Duration,
-    /// How [`Client::lock`] keeps its locks.
-    layout: Layout,
-    /// Time to live of fencing counters, from their start (from the clock).
-    fencing_ttl_ms: u64,
-    /// Redisson's wait per place in a fair lock's queue, which fair
-    /// waiters' deadlines count in (see `ClientBuilder::redisson_fair_wait`).
-    redisson_fair_wait_ms: u64,
-    watchdog: Watchdog,
-    /// Set by [`ClientBuilder::require_replicas`].
-    replicas: Option<Replicas>,
-    /// Release-channel subscriptions shared by this client's waiters.
-    subscriptions: Subscriptions,
-    /// Dropped with the last clone of the client, which stops the watchdog
-    /// task at once instead of at its next tick.
-    _stop_watchdog: oneshot::Sender<()>,
-}
-
-/// What the lock modules use of a client.
-impl Client {
-    /// The connection for everything but acquires.
-    pub(crate) fn conn(&self) -> &Connection {
-        &self.inner.conn
-    }
-
-    /// The connection acquires go out on, and with them everything that must
-    /// reach Redis after an acquire: the withdrawal of a cancelled one.
-    pub(crate) fn acquire_conn(&self) -> &Connection {
-        self.inner
-            .replicas
-            .as_ref()
-            .map_or(&self.inner.conn, Replicas::conn)
-    }
-
-    /// The replicas every acquire must reach, if the client requires some.
-    pub(crate) fn replicas(&self) -> Option<&Replicas> {
-        self.inner.replicas.as_ref()
-    }
-
-    /// A new owner field, `<client-id>:<n>`, unique to one acquisition.
-    pub(crate) fn new_owner_field(&self) -> Arc<str> {
-        let n = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
-        // Pushed rather than `format!`ted, as in `layout`: once per acquire.
-        let mut field = String::with_capacity(self.inner.id.len() + 21);
-        field.push_str(&self.inner.id);
-        field.push(':');
-        // Writing to a String cannot fail.
-        let _ = fmt::Write::write_fmt(&mut field, format_args!("{n}"));
-        field.into()
-    }
-
-    /// How the client's plain locks are kept.
-    pub(crate) fn layout(&self) -> Layout {
-        self.inner.layout
-    }
-
-    /// Time to live of fencing counters, in milliseconds.
-    pub(crate) fn fencing_ttl_ms(&self) -> u64 {
-        self.inner.fencing_ttl_ms
-    }
-
-    /// Redisson's wait per place in a fair lock's queue, in milliseconds.
-    pub(crate) fn redisson_fair_wait_ms(&self) -> u64 {
-        self.inner.redisson_fair_wait_ms
-    }
-
-    /// The client's renewal task.
-    pub(crate) fn watchdog(&self) -> &Watchdog {
-        &self.inner.watchdog
-    }
-
-    /// Joins `channel` as a waiter woken as `wakes` says, sharing the
-    /// subscription with the client's other waiters on it.
-    pub(crate) fn subscribe(&self, channel: String, wakes: Wakes) -> Subscription {
-        self.inner.subscriptions.join(channel, wakes)
-    }
+    /// What the client's primitives hold of it (they are made here, and
+    /// hold this rather than a `Client`, so that the layers import one way).
+    shared: Shared,
 }
 
 impl Client {
@@ -278,7 +200,7 @@ impl Client {
     /// # }
     /// ```
     pub fn id(&self) -> &str {
-        &self.inner.id
+        self.shared.id()
     }
 
     /// The lease of watchdog-mode locks; the watchdog renews them every third
@@ -296,7 +218,7 @@ impl Client {
     /// # }
     /// ```
     pub fn watchdog_timeout(&self) -> Duration {
-        self.inner.watchdog_timeout
+        self.shared.watchdog_timeout()
     }
 
     /// How many locks this client's watchdog is renewing now: its held
@@ -326,16 +248,227 @@ impl Client {
     /// # }
     /// ```
     pub fn renewing(&self) -> usize {
-        self.inner.watchdog.len()
+        self.shared.watchdog().len()
+    }
+
+    // The handles a client makes: each holds the client's parts, its name
+    // and the name's metrics label ([`Handle`]), made here once.
+
+    /// Returns a handle to the lock called `name`. Nothing is sent to Redis
+    /// until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:lock:handle");
+    /// let guard = lock.try_lock().await?;
+    /// guard.unlock().await?;
+    ///
+    /// // The name is checked when the handle is used.
+    /// let e = client.lock("").try_lock().await.unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.handle(name), Kind::plain(self.shared.layout()))
+    }
+
+    /// Returns a handle to the **fair** lock called `name`: waiters acquire in
+    /// the order they started waiting, across processes, and each release
+    /// wakes only the next waiter in line.
+    ///
+    /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
+    /// handle on one name exclude each other, but a release by one kind does
+    /// not wake waiters of the other: use one kind per name), plus Redisson's `RFairLock`
+    /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
+    /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
+    /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the
+    /// queue; [`try_lock`](Lock::try_lock) acquires only when nobody is
+    /// queued and leaves no trace. A waiter that gives up leaves the queue at
+    /// once; one that dies (or loses its connection) stops refreshing its
+    /// deadline and is dropped from the queue within one
+    /// [watchdog timeout](crate::ClientBuilder::watchdog_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.fair_lock("doc:lock:fair");
+    /// let first = lock.try_lock().await?;
+    /// // The next owner joins the queue, and is handed the lock on release.
+    /// let next = tokio::spawn({
+    ///     let lock = lock.clone();
+    ///     async move { lock.try_lock_for(Duration::from_secs(5)).await }
+    /// });
+    /// first.unlock().await?;
+    /// let second = next.await.expect("the task ran to the end")?;
+    /// second.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        let redisson_wait_ms = self.shared.redisson_fair_wait_ms();
+        Lock::new(self.handle(name), Kind::Fair { redisson_wait_ms })
+    }
+
+    /// Returns a handle to the read-write lock called `name`. Nothing is
+    /// sent to Redis until one of its sides is used, and the name is checked
+    /// then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("doc:rwlock:handle");
+    /// let writing = rw.write().try_lock().await?;
+    /// writing.unlock().await?;
+    ///
+    /// // The name is checked when a side is used.
+    /// let e = client.read_write_lock("").read().try_lock().await.unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self.handle(name))
+    }
+
+    /// Returns a handle to the semaphore called `name`. Nothing is sent to
+    /// Redis until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let imports = client.semaphore("doc:semaphore:handle");
+    /// assert_eq!(imports.name(), "doc:semaphore:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.semaphore("");
+    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a semaphore handle does nothing until it is used"]
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore::new(self.handle(name))
+    }
+
+    /// Returns a handle to the expirable semaphore called `name`
+    /// (Redisson's `RPermitExpirableSemaphore`). Nothing is sent to Redis
+    /// until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:handle");
+    /// assert_eq!(exports.name(), "doc:expirable:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.expirable_semaphore("");
+    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a semaphore handle does nothing until it is used"]
+    pub fn expirable_semaphore(&self, name: impl Into<String>) -> ExpirableSemaphore {
+        ExpirableSemaphore::new(self.handle(name))
+    }
+
+    /// Returns a handle to the count-down latch called `name`. Nothing is
+    /// sent to Redis until the handle is used, and the name is checked then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let shards = client.count_down_latch("doc:latch:handle");
+    /// assert_eq!(shards.name(), "doc:latch:handle");
+    ///
+    /// // A bad name is refused when the handle is used, not when it is made.
+    /// let nameless = client.count_down_latch("");
+    /// assert!(nameless.count().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a latch handle does nothing until it is used"]
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch::new(self.handle(name))
+    }
+
+    /// Returns a handle to the locks called `names`, taken together, all or
+    /// none (see [`MultiLock`]). Nothing is sent to Redis until the handle
+    /// is used; the names are checked then (at least one, each a valid lock
+    /// name).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let accounts = vec!["doc:multi:handle:b".to_owned(), "doc:multi:handle:a".to_owned()];
+    /// let multi = client.multi_lock(accounts);
+    /// let both = multi.try_lock().await?;
+    /// both.unlock().await?;
+    ///
+    /// // The names are checked when the handle is used.
+    /// let none = client.multi_lock(Vec::<String>::new());
+    /// assert!(none.try_lock().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a lock handle does nothing until an acquire is called on it"]
+    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let names = names.into_iter().map(Into::into).collect();
+        MultiLock::new(self.shared.clone(), names)
+    }
+
+    /// A handle's common part, on `name`.
+    fn handle(&self, name: impl Into<String>) -> Handle {
+        Handle::new(self.shared.clone(), name.into().into())
+    }
+
+    /// What the client's primitives hold of it.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client")
-            .field("id", &self.inner.id)
-            .field("watchdog_timeout", &self.inner.watchdog_timeout)
-            .finish_non_exhaustive()
+        self.shared.fmt(f)
     }
 }
 
@@ -984,7 +1117,7 @@ impl ClientBuilder {
         tracing::debug!(client_id = %id, "redlease client connected");
         crate::metrics::describe();
         Ok(Client {
-            inner: Arc::new(Inner {
+            shared: Shared::new(Inner {
                 conn,
                 id,
                 next_owner: AtomicU64::new(1),

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
 use crate::name;
 use crate::scripts::ScriptCall;
+use crate::shared::Shared;
 
 /// The largest count accepted: 2^53 - 1. The scripts compare and return
 /// counts as Lua numbers, which are doubles and exact only up to 2^53
@@ -87,7 +87,7 @@ pub(crate) fn too_few_permits(name: &str, waited: Duration) -> Error {
 /// channel can differ, for a name with a hash tag of its own (`a{b}c`), as
 /// it always adds braces.
 pub(crate) fn check_name(
-    client: &Client,
+    client: &Shared,
     what: &str,
     name: &str,
     channel: &str,

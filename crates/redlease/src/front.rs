@@ -23,9 +23,9 @@ use metrics::SharedString;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::Client;
 use crate::error::Error;
 use crate::metrics::{AcquireObservation, Outcome};
+use crate::shared::Handle;
 use crate::wait::{self, Attempt, Contender};
 
 /// How long an acquire may wait.
@@ -59,16 +59,6 @@ pub(crate) enum Begin<G, C> {
     Contend(C),
 }
 
-/// What the front needs of every primitive's handle.
-pub(crate) struct Named<'a> {
-    /// The client it runs on.
-    pub(crate) client: &'a Client,
-    /// Its name, the Redis key (the span's `key`).
-    pub(crate) name: &'a str,
-    /// The metrics label of its name ([`crate::metrics::lock_label`]).
-    pub(crate) label: &'a SharedString,
-}
-
 /// A primitive, as the front drives its acquires.
 pub(crate) trait Primitive: Sync {
     /// What an acquire gives: a guard.
@@ -81,8 +71,8 @@ pub(crate) trait Primitive: Sync {
     /// What it is, for the span: `lock`, `semaphore`, ...
     const KIND: &'static str;
 
-    /// Its client, name and label.
-    fn named(&self) -> Named<'_>;
+    /// Its client, name and metrics label.
+    fn handle(&self) -> &Handle;
 
     /// Checks the input and readies an acquire of this patience.
     fn begin(
@@ -105,8 +95,8 @@ pub(crate) async fn acquire<P: Primitive>(
     primitive: &P,
     patience: Patience,
 ) -> Result<P::Guard, Error> {
-    let named = primitive.named();
-    observed(P::KIND, named.name, named.label, async {
+    let handle = primitive.handle();
+    observed(P::KIND, &handle.name, &handle.label, async {
         let started = Instant::now();
         let mut contender = match primitive.begin(patience).await? {
             Begin::Held(guard, outcome) => return Ok((guard, outcome)),
@@ -122,7 +112,7 @@ pub(crate) async fn acquire<P: Primitive>(
             Patience::Within(wait) => Some(wait),
             Patience::Forever => None,
         };
-        let guard = wait::wait(named.client, &mut contender, wait).await?;
+        let guard = wait::wait(&handle.client, &mut contender, wait).await?;
         Ok((guard, Outcome::Acquired))
     })
     .await

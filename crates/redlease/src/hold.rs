@@ -16,12 +16,12 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
-use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
 use crate::scripts::commands;
 use crate::scripts::lock::{Renewal, Renewed};
+use crate::shared::Shared;
 use crate::{metrics, release};
 
 /// How a hold's lease is kept: never both.
@@ -125,7 +125,7 @@ pub(crate) struct Grant {
 
 /// One acquisition's hold, as its guard keeps it.
 pub(crate) struct Hold {
-    client: Client,
+    client: Shared,
     kind: Kind,
     name: Arc<str>,
     /// `<client-id>:<n>`, unique to this acquisition.
@@ -152,7 +152,7 @@ pub(crate) struct Hold {
 impl Hold {
     /// Starts holding what `grant` says was acquired: registers it with the
     /// watchdog unless its lease is fixed.
-    pub(crate) fn new(client: Client, kind: Kind, name: Arc<str>, grant: Grant) -> Hold {
+    pub(crate) fn new(client: Shared, kind: Kind, name: Arc<str>, grant: Grant) -> Hold {
         let lost = LostSignal::new();
         let watchdog_id = match &grant.mode {
             LeaseMode::Watchdog => Some(client.watchdog().register(
@@ -194,7 +194,7 @@ impl Hold {
     /// field, lease, loss signal and fencing token, and renewed by the same
     /// watchdog registration, which lasts until the last guard of the hold
     /// lets go.
-    pub(crate) fn reentered(client: Client, kind: Kind, name: Arc<str>, held: Held) -> Hold {
+    pub(crate) fn reentered(client: Shared, kind: Kind, name: Arc<str>, held: Held) -> Hold {
         held.registration.guards.fetch_add(1, Ordering::AcqRel);
         Hold {
             client,
@@ -391,7 +391,7 @@ impl Drop for Hold {
 /// the guards of an owner scope that re-entered it; renewal stops when the
 /// last of them lets go.
 pub(crate) struct Registration {
-    client: Client,
+    client: Shared,
     watchdog_id: Option<u64>,
     /// The hold's metrics label and start, for the hold-time histogram when
     /// the last guard lets go.
@@ -432,7 +432,7 @@ impl Held {
     /// Whether the hold is known or must be assumed lost, as
     /// [`Hold::is_lost`] would answer for its guards: such a hold is not
     /// re-entered, even while its key is still in Redis.
-    pub(crate) fn is_lost(&self, client: &Client) -> bool {
+    pub(crate) fn is_lost(&self, client: &Shared) -> bool {
         lost_now(client, &self.mode, &self.lost, Some(&self.registration))
     }
 }
@@ -441,7 +441,7 @@ impl Held {
 /// lock past its deadline (even before the watchdog task has run to report
 /// it), or a loss the watchdog signalled.
 fn lost_now(
-    client: &Client,
+    client: &Shared,
     mode: &LeaseMode,
     lost: &LostSignal,
     registration: Option<&Registration>,

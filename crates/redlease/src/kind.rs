@@ -55,6 +55,15 @@ pub(crate) struct AcquireOptions {
 }
 
 impl Kind {
+    /// The kind of a plain lock of a client that keeps its locks as
+    /// `layout` says.
+    pub(crate) fn plain(layout: layout::Layout) -> Kind {
+        match layout {
+            layout::Layout::Redisson => Kind::Plain,
+            layout::Layout::String => Kind::Str,
+        }
+    }
+
     /// The acquire call; for a fair lock, `enqueue` makes a failed attempt
     /// join the queue (or refresh its place in it).
     pub(crate) fn acquire(

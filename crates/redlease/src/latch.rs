@@ -2,25 +2,23 @@
 //! done" across processes. Waiting is the waiting engine's
 //! ([`crate::wait`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Named, Patience};
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::latch::{self as scripts, Left};
 use crate::scripts::semaphore::SetIfMissing;
+use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
-use ::metrics::SharedString;
 
 /// A handle to one named count-down latch, Redisson's `RCountDownLatch`;
-/// made by [`Client::count_down_latch`].
+/// made by [`Client::count_down_latch`](crate::Client::count_down_latch).
 ///
 /// The latch is armed with a count ([`try_set_count`](CountDownLatch::try_set_count)),
 /// counted down by whoever finishes a part of the work
@@ -81,45 +79,15 @@ use ::metrics::SharedString;
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountDownLatch {
-    client: Client,
-    name: Arc<str>,
-    /// [`crate::metrics::lock_label`] of the name, made once.
-    label: SharedString,
-}
-
-/// The latch handles a client makes.
-impl Client {
-    /// Returns a handle to the count-down latch called `name`. Nothing is
-    /// sent to Redis until the handle is used, and the name is checked then.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let shards = client.count_down_latch("doc:latch:handle");
-    /// assert_eq!(shards.name(), "doc:latch:handle");
-    ///
-    /// // A bad name is refused when the handle is used, not when it is made.
-    /// let nameless = client.count_down_latch("");
-    /// assert!(nameless.count().await.unwrap_err().is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a latch handle does nothing until it is used"]
-    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
-        let name: Arc<str> = name.into().into();
-        CountDownLatch {
-            client: self.clone(),
-            label: crate::metrics::shared_label(&name),
-            name,
-        }
-    }
+    handle: Handle,
 }
 
 impl CountDownLatch {
+    /// The handle [`Client::count_down_latch`](crate::Client::count_down_latch) makes.
+    pub(crate) fn new(handle: Handle) -> CountDownLatch {
+        CountDownLatch { handle }
+    }
+
     /// The latch's name, which is also its Redis key.
     ///
     /// # Examples
@@ -135,7 +103,7 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.handle.name
     }
 
     /// Arms the latch with `count` if it is open (its key is missing), and
@@ -175,8 +143,9 @@ impl CountDownLatch {
     pub async fn try_set_count(&self, count: u64) -> Result<bool, Error> {
         let count = count::check_count("count", count, 1)?;
         let conn = self.conn()?;
-        let call = scripts::try_set_count(&self.name, count, conn.publish());
-        let span = tracing::debug_span!("latch", op = "try_set_count", key = %self.name, count);
+        let call = scripts::try_set_count(&self.handle.name, count, conn.publish());
+        let span =
+            tracing::debug_span!("latch", op = "try_set_count", key = %self.handle.name, count);
         let set = self
             .run::<SetIfMissing>(conn, call)
             .instrument(span)
@@ -222,11 +191,11 @@ impl CountDownLatch {
     /// ```
     pub async fn count_down(&self) -> Result<(), Error> {
         let conn = self.conn()?;
-        let call = scripts::count_down(&self.name, conn.publish());
-        let span = tracing::debug_span!("latch", op = "count_down", key = %self.name);
+        let call = scripts::count_down(&self.handle.name, conn.publish());
+        let span = tracing::debug_span!("latch", op = "count_down", key = %self.handle.name);
         match self.run::<Left>(conn, call).instrument(span).await? {
             Left(Some(left)) => {
-                tracing::debug!(key = %self.name, left, "latch counted down");
+                tracing::debug!(key = %self.handle.name, left, "latch counted down");
                 Ok(())
             }
             Left(None) => Err(self.not_a_count()),
@@ -265,10 +234,10 @@ impl CountDownLatch {
         let count = self.read(conn).await?;
         u64::try_from(count).map_err(|_| {
             Error::not_a_count(
-                &self.name,
+                &self.handle.name,
                 format!(
                     "expected the count of latch {:?} to be at least 0, but found {count}",
-                    self.name
+                    self.handle.name
                 ),
             )
         })
@@ -396,14 +365,14 @@ impl CountDownLatch {
     /// ```
     pub async fn delete(&self) -> Result<bool, Error> {
         let conn = self.conn()?;
-        let call = scripts::delete(&self.name, conn.publish());
-        let span = tracing::debug_span!("latch", op = "delete", key = %self.name);
+        let call = scripts::delete(&self.handle.name, conn.publish());
+        let span = tracing::debug_span!("latch", op = "delete", key = %self.handle.name);
         self.run::<bool>(conn, call).instrument(span).await
     }
 
     /// The count as stored: 0 when the key is missing.
     async fn read(&self, conn: &Connection) -> Result<i64, Error> {
-        count::get(conn, &self.name)
+        count::get(conn, &self.handle.name)
             .await
             .map_err(|e| self.error(e.into()))?
             .ok_or_else(|| self.not_a_count())
@@ -420,19 +389,19 @@ impl CountDownLatch {
 
     /// Checks the name and returns the connection to use.
     fn conn(&self) -> Result<&Connection, Error> {
-        let channel = layout::latch_channel(&self.name);
-        count::check_name(&self.client, "latch", &self.name, &channel)?;
-        Ok(self.client.conn())
+        let channel = layout::latch_channel(&self.handle.name);
+        count::check_name(&self.handle.client, "latch", &self.handle.name, &channel)?;
+        Ok(self.handle.client.conn())
     }
 
     /// `err` about this latch, with a message that names it as one.
     fn error(&self, err: Error) -> Error {
-        let err = err.with_key(&self.name);
+        let err = err.with_key(&self.handle.name);
         if err.is_wrong_type() {
             let message = format!(
                 "latch key {:?} holds another type of value; expected a string holding the \
                  count still to go",
-                self.name
+                self.handle.name
             );
             return err.reworded(message);
         }
@@ -441,11 +410,11 @@ impl CountDownLatch {
 
     fn not_a_count(&self) -> Error {
         Error::not_a_count(
-            &self.name,
+            &self.handle.name,
             format!(
                 "latch key {:?} holds a string that is not an integer; expected the count \
                  still to go",
-                self.name
+                self.handle.name
             ),
         )
     }
@@ -458,12 +427,8 @@ impl front::Primitive for CountDownLatch {
 
     const KIND: &'static str = "latch";
 
-    fn named(&self) -> Named<'_> {
-        Named {
-            client: &self.client,
-            name: &self.name,
-            label: &self.label,
-        }
+    fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<(), Waiter<'_>>, Error> {
@@ -485,13 +450,13 @@ impl Contender for Waiter<'_> {
     type Acquired = ();
 
     fn name(&self) -> &str {
-        &self.latch.name
+        &self.latch.handle.name
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        Error::busy(&self.latch.name, waited).reworded(format!(
+        Error::busy(&self.latch.handle.name, waited).reworded(format!(
             "latch {} is still armed (waited {})",
-            crate::error::quoted(&self.latch.name),
+            crate::error::quoted(&self.latch.handle.name),
             crate::error::human(waited)
         ))
     }
@@ -505,7 +470,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        layout::latch_channel(&self.latch.name)
+        layout::latch_channel(&self.latch.handle.name)
     }
 
     fn wakes(&self) -> Wakes {

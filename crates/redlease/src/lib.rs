@@ -96,8 +96,8 @@
 //!
 //! What a user touches:
 //!
-//! * `client.rs`: [`Client`] and [`ClientBuilder`]: options, owner ids, and
-//!   narrow methods over what the client's locks share.
+//! * `client.rs`: [`Client`], every public method of it in one place
+//!   (connecting, its options, the handles it makes), and [`ClientBuilder`].
 //! * `lock.rs`: [`Lock`], the exclusive lock (plain or fair) and its single
 //!   acquire attempt.
 //! * `guard.rs`: [`LockGuard`], a held lock.
@@ -145,6 +145,11 @@
 //! The engines a primitive plugs into (see DESIGN.md, "Adding a
 //! primitive"):
 //!
+//! * `shared.rs`: what a client's primitives share (connection, owner ids,
+//!   watchdog, subscriptions) and hold of it, behind narrow methods; each
+//!   handle's client, name and metrics label (`Handle`), made once. The
+//!   primitives hold these rather than a `Client`, so that they do not
+//!   import the module that makes them.
 //! * `wait.rs`: the waiting engine: attempt, subscribe, retry once, sleep
 //!   until a message, the holder's TTL or the deadline.
 //! * `hold.rs`: the holding engine: watchdog or fixed lease, `lost()`,
@@ -205,6 +210,7 @@ mod rwlock;
 mod scope;
 pub mod scripts;
 mod semaphore;
+mod shared;
 mod wait;
 mod watchdog;
 

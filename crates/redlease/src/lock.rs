@@ -6,28 +6,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::metrics::SharedString;
 use tokio::time::Instant;
 
 use crate::cancel::Withdrawal;
-use crate::client::Client;
 use crate::error::{Error, wrong_type_message};
-use crate::front::{self, Begin, Named, Patience};
+use crate::front::{self, Begin, Patience};
 use crate::guard::LockGuard;
 use crate::hold::{Expiry, Grant, Hold, LeaseMode};
 use crate::kind::{AcquireOptions, Kind};
-use crate::layout::Layout;
 use crate::metrics::{self, Outcome};
 use crate::pubsub::Wakes;
 use crate::scope::Reentry;
 use crate::scripts::admin::key_type;
 use crate::scripts::lock::Acquired;
+use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
 use crate::{name, release, scope};
 
 mod together;
 
-/// A handle to one named lock; made by [`Client::lock`].
+/// A handle to one named lock; made by [`Client::lock`](crate::Client::lock).
 ///
 /// Cheap to clone, and holds nothing in Redis by itself: each successful
 /// acquire returns a [`LockGuard`], and each guard is a separate hold.
@@ -67,98 +65,19 @@ mod together;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Lock {
-    client: Client,
+    handle: Handle,
     kind: Kind,
-    name: Arc<str>,
     /// `None`: watchdog mode.
     lease: Option<Duration>,
-    /// [`metrics::lock_label`] of the name, made once.
-    label: SharedString,
-}
-
-/// The lock handles a client makes.
-impl Client {
-    /// Returns a handle to the lock called `name`. Nothing is sent to Redis
-    /// until the handle is used, and the name is checked then.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let lock = client.lock("doc:lock:handle");
-    /// let guard = lock.try_lock().await?;
-    /// guard.unlock().await?;
-    ///
-    /// // The name is checked when the handle is used.
-    /// let e = client.lock("").try_lock().await.unwrap_err();
-    /// assert!(e.is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a lock handle does nothing until an acquire is called on it"]
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        let kind = match self.layout() {
-            Layout::Redisson => Kind::Plain,
-            Layout::String => Kind::Str,
-        };
-        Lock::new(self.clone(), kind, name.into())
-    }
-
-    /// Returns a handle to the **fair** lock called `name`: waiters acquire in
-    /// the order they started waiting, across processes, and each release
-    /// wakes only the next waiter in line.
-    ///
-    /// Same API as [`lock`](Client::lock), same lock hash (a fair and a plain
-    /// handle on one name exclude each other, but a release by one kind does
-    /// not wake waiters of the other: use one kind per name), plus Redisson's `RFairLock`
-    /// queue (`redisson_lock_queue:{name}`, a list) and waiter deadlines
-    /// (`redisson_lock_timeout:{name}`, a zset). Waiters in
-    /// [`try_lock_for`](Lock::try_lock_for) and [`lock`](Lock::lock) join the
-    /// queue; [`try_lock`](Lock::try_lock) acquires only when nobody is
-    /// queued and leaves no trace. A waiter that gives up leaves the queue at
-    /// once; one that dies (or loses its connection) stops refreshing its
-    /// deadline and is dropped from the queue within one
-    /// [watchdog timeout](crate::ClientBuilder::watchdog_timeout).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// use std::time::Duration;
-    ///
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let lock = client.fair_lock("doc:lock:fair");
-    /// let first = lock.try_lock().await?;
-    /// // The next owner joins the queue, and is handed the lock on release.
-    /// let next = tokio::spawn({
-    ///     let lock = lock.clone();
-    ///     async move { lock.try_lock_for(Duration::from_secs(5)).await }
-    /// });
-    /// first.unlock().await?;
-    /// let second = next.await.expect("the task ran to the end")?;
-    /// second.unlock().await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a lock handle does nothing until an acquire is called on it"]
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        let redisson_wait_ms = self.redisson_fair_wait_ms();
-        Lock::new(self.clone(), Kind::Fair { redisson_wait_ms }, name.into())
-    }
 }
 
 impl Lock {
-    pub(crate) fn new(client: Client, kind: Kind, name: String) -> Lock {
+    /// A lock of `kind` on the handle's name (made by
+    /// [`Client::lock`](crate::Client::lock) and its siblings).
+    pub(crate) fn new(handle: Handle, kind: Kind) -> Lock {
         Lock {
-            client,
+            handle,
             kind,
-            label: metrics::shared_label(&name),
-            name: name.into(),
             lease: None,
         }
     }
@@ -208,7 +127,7 @@ impl Lock {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.handle.name
     }
 
     /// Makes one attempt to acquire the lock.
@@ -362,12 +281,12 @@ impl Lock {
 
     /// Validates the input and returns the lease to request, in ms.
     fn prepare(&self) -> Result<u64, Error> {
-        name::validate(&self.name)?;
+        name::validate(&self.handle.name)?;
         match self.lease {
             Some(lease) => name::lease_millis("lease", lease),
-            None => name::lease_millis("watchdog timeout", self.client.watchdog_timeout()),
+            None => name::lease_millis("watchdog timeout", self.handle.client.watchdog_timeout()),
         }
-        .map_err(|e| e.with_key(&self.name))
+        .map_err(|e| e.with_key(&self.handle.name))
     }
 
     /// Runs the acquire script once (and, when the client requires
@@ -380,19 +299,22 @@ impl Lock {
         field: &Arc<str>,
         enqueue: bool,
     ) -> Result<Attempt<LockGuard>, Error> {
-        let conn = self.client.acquire_conn();
+        let conn = self.handle.client.acquire_conn();
         // Armed until we know the outcome: if this future is dropped while
         // the request may be in Redis, the field is released behind it.
-        let mut pending = Withdrawal::pending_acquire(conn, self.kind, &self.name, field, lease_ms);
+        let mut pending =
+            Withdrawal::pending_acquire(conn, self.kind, &self.handle.name, field, lease_ms);
         let options = AcquireOptions {
             lease_ms,
-            fencing_ttl_ms: self.client.fencing_ttl_ms(),
-            queue_lease_ms: self.client.watchdog_timeout().as_millis() as u64,
+            fencing_ttl_ms: self.handle.client.fencing_ttl_ms(),
+            queue_lease_ms: self.handle.client.watchdog_timeout().as_millis() as u64,
             publish: conn.publish(),
         };
-        let call = self.kind.acquire(&self.name, field, options, enqueue);
+        let call = self
+            .kind
+            .acquire(&self.handle.name, field, options, enqueue);
         let sent_at = Instant::now();
-        metrics::acquire_attempt(&self.label);
+        metrics::acquire_attempt(&self.handle.label);
         let token = match call.run::<Acquired>(conn).await {
             Ok(Acquired::Granted(token)) => token,
             Ok(Acquired::Busy(ttl)) => {
@@ -407,21 +329,21 @@ impl Lock {
                 if err.code().is_some() {
                     pending.disarm();
                 }
-                let mut err = Error::from(err).with_key(&self.name);
+                let mut err = Error::from(err).with_key(&self.handle.name);
                 if err.is_wrong_type() {
                     err = self.wrong_type(conn, err).await;
                 }
-                tracing::debug!(key = %self.name, error = %err, "acquire failed");
+                tracing::debug!(key = %self.handle.name, error = %err, "acquire failed");
                 return Err(err);
             }
         };
         let lease_end = self.lease.map(|lease| sent_at + lease);
-        if let Some(replicas) = self.client.replicas() {
+        if let Some(replicas) = self.handle.client.replicas() {
             // Still armed: cancelled or failed here, the acquisition is
             // withdrawn in the background. Not acknowledged, it has been
             // withdrawn already.
             let acked = replicas
-                .acknowledge(self.kind, &self.name, field, lease_ms, lease_end)
+                .acknowledge(self.kind, &self.handle.name, field, lease_ms, lease_end)
                 .await;
             if let Err(e) = acked {
                 if e.is_not_replicated() {
@@ -446,10 +368,10 @@ impl Lock {
             true => ("string", "a lock of the string layout"),
             false => ("hash", "a lock hash"),
         };
-        match conn.query::<String>(&key_type(&self.name)).await {
+        match conn.query::<String>(&key_type(&self.handle.name)).await {
             Ok(holds) if holds != own && holds != "none" => err.reworded(wrong_type_message(
                 "lock",
-                &self.name,
+                &self.handle.name,
                 Some(&holds),
                 expected,
             )),
@@ -461,7 +383,7 @@ impl Lock {
     /// its request sent at `sent_at` (a fixed lease counts from then), held
     /// and renewed from now on, and remembered by the current owner scope.
     fn granted(&self, field: &Arc<str>, lease_ms: u64, sent_at: Instant, token: u64) -> LockGuard {
-        tracing::debug!(key = %self.name, "lock acquired");
+        tracing::debug!(key = %self.handle.name, "lock acquired");
         let grant = Grant {
             field: field.clone(),
             lease_ms,
@@ -472,15 +394,15 @@ impl Lock {
                 }),
             sent_at,
             token,
-            label: self.label.clone(),
+            label: self.handle.label.clone(),
         };
         let guard = LockGuard::new(Hold::new(
-            self.client.clone(),
+            self.handle.client.clone(),
             self.kind,
-            self.name.clone(),
+            self.handle.name.clone(),
             grant,
         ));
-        scope::remember(self.client.id(), self.kind, &guard);
+        scope::remember(self.handle.client.id(), self.kind, &guard);
         guard
     }
 }
@@ -493,19 +415,15 @@ impl front::Primitive for Lock {
 
     const KIND: &'static str = "lock";
 
-    fn named(&self) -> Named<'_> {
-        Named {
-            client: &self.client,
-            name: &self.name,
-            label: &self.label,
-        }
+    fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     async fn begin(&self, patience: Patience) -> Result<Begin<LockGuard, Waiter<'_>>, Error> {
         let lease_ms = self.prepare()?;
-        let field = match scope::reenter(&self.client, self.kind, &self.name).await? {
+        let field = match scope::reenter(&self.handle.client, self.kind, &self.handle.name).await? {
             Reentry::Reentered(guard) => return Ok(Begin::Held(guard, Outcome::Reentered)),
-            Reentry::Acquire => self.kind.owner_field(self.client.new_owner_field()),
+            Reentry::Acquire => self.kind.owner_field(self.handle.client.new_owner_field()),
             Reentry::Downgrade(field) if patience == Patience::Once => field,
             Reentry::Downgrade(field) => {
                 // The scope's write hold lets its owner read at once; if it
@@ -514,16 +432,16 @@ impl front::Primitive for Lock {
                 match self.attempt(lease_ms, &field, false).await? {
                     Attempt::Acquired(guard) => return Ok(Begin::Held(guard, Outcome::Acquired)),
                     Attempt::Busy(_) | Attempt::Short(_) => {
-                        self.kind.owner_field(self.client.new_owner_field())
+                        self.kind.owner_field(self.handle.client.new_owner_field())
                     }
                 }
             }
         };
         Ok(Begin::Contend(Waiter {
             place: Withdrawal::queue_place(
-                self.client.acquire_conn(),
+                self.handle.client.acquire_conn(),
                 self.kind,
-                &self.name,
+                &self.handle.name,
                 &field,
             ),
             lock: self,
@@ -549,7 +467,7 @@ impl Contender for Waiter<'_> {
     type Acquired = LockGuard;
 
     fn name(&self) -> &str {
-        &self.lock.name
+        &self.lock.handle.name
     }
 
     async fn attempt_once(&mut self) -> Result<Attempt<LockGuard>, Error> {
@@ -569,7 +487,9 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        self.lock.kind.wake_channel(&self.lock.name, &self.field)
+        self.lock
+            .kind
+            .wake_channel(&self.lock.handle.name, &self.field)
     }
 
     fn wakes(&self) -> Wakes {
@@ -579,12 +499,12 @@ impl Contender for Waiter<'_> {
     fn refresh(&self) -> Option<Duration> {
         // Each attempt refreshes a fair waiter's deadline in the queue,
         // which lasts one watchdog timeout.
-        let queue_lease = self.lock.client.watchdog_timeout();
+        let queue_lease = self.lock.handle.client.watchdog_timeout();
         self.lock.kind.is_queued().then_some(queue_lease / 3)
     }
 
     fn restart(&mut self) {
-        self.field = (self.lock.kind).owner_field(self.lock.client.new_owner_field());
+        self.field = (self.lock.kind).owner_field(self.lock.handle.client.new_owner_field());
         self.place.set_field(&self.field);
     }
 
@@ -593,8 +513,15 @@ impl Contender for Waiter<'_> {
             return;
         }
         let lock = self.lock;
-        let conn = lock.client.acquire_conn();
-        let left = release::withdraw(conn, lock.kind, &lock.name, &self.field, self.lease_ms).await;
+        let conn = lock.handle.client.acquire_conn();
+        let left = release::withdraw(
+            conn,
+            lock.kind,
+            &lock.handle.name,
+            &self.field,
+            self.lease_ms,
+        )
+        .await;
         // Failed, the place is given up in the background when dropped.
         if left.is_ok() {
             self.place.disarm();

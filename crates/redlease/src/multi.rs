@@ -12,19 +12,19 @@ use std::time::Duration;
 
 use futures_util::future::select_all;
 
-use crate::client::Client;
 use crate::connection::SlotId;
 use crate::error::Error;
-use crate::front::{self, Begin, Named, Patience};
+use crate::front::{self, Begin, Patience};
 use crate::guard::LockGuard;
+use crate::kind::Kind;
 use crate::layout::{self, Layout};
 use crate::lock::Lock;
 use crate::lost::LostReason;
+use crate::shared::{Handle, Shared};
 use crate::wait::{Attempt, Contender};
-use ::metrics::SharedString;
 
 /// A handle to several named locks taken together; made by
-/// [`Client::multi_lock`].
+/// [`Client::multi_lock`](crate::Client::multi_lock).
 ///
 /// An acquire takes every member or none. Members that one script may touch
 /// together (all of them on one node; those of one hash slot on a cluster)
@@ -68,59 +68,29 @@ use ::metrics::SharedString;
 /// ```
 #[derive(Clone, Debug)]
 pub struct MultiLock {
-    client: Client,
+    /// The client, and the first name (the span's `key` and the metrics
+    /// label).
+    handle: Handle,
     /// Sorted, without duplicates: the one order every caller takes them in.
     names: Arc<[Arc<str>]>,
-    /// [`crate::metrics::lock_label`] of the first name, made once.
-    label: SharedString,
     /// `None`: watchdog mode, for every member.
     lease: Option<Duration>,
 }
 
-impl Client {
-    /// Returns a handle to the locks called `names`, taken together, all or
-    /// none (see [`MultiLock`]). Nothing is sent to Redis until the handle
-    /// is used; the names are checked then (at least one, each a valid lock
-    /// name).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let accounts = vec!["doc:multi:handle:b".to_owned(), "doc:multi:handle:a".to_owned()];
-    /// let multi = client.multi_lock(accounts);
-    /// let both = multi.try_lock().await?;
-    /// both.unlock().await?;
-    ///
-    /// // The names are checked when the handle is used.
-    /// let none = client.multi_lock(Vec::<String>::new());
-    /// assert!(none.try_lock().await.unwrap_err().is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a lock handle does nothing until an acquire is called on it"]
-    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let mut names: Vec<String> = names.into_iter().map(Into::into).collect();
+impl MultiLock {
+    /// The handle [`Client::multi_lock`](crate::Client::multi_lock) makes.
+    pub(crate) fn new(client: Shared, mut names: Vec<String>) -> MultiLock {
         names.sort();
         names.dedup();
         let names: Arc<[Arc<str>]> = names.into_iter().map(Arc::from).collect();
+        let first = names.first().cloned().unwrap_or_else(|| Arc::from(""));
         MultiLock {
-            client: self.clone(),
-            label: crate::metrics::shared_label(names.first().map_or("", |n| n)),
+            handle: Handle::new(client, first),
             names,
             lease: None,
         }
     }
-}
 
-impl MultiLock {
     /// Selects a fixed lease for every member: each expires `lease` after
     /// it was taken, never renewed.
     ///
@@ -289,7 +259,7 @@ impl MultiLock {
     /// wait for replicas (the replicas' wait belongs to a single acquire),
     /// or in the string layout, one member per group.
     fn groups(&self) -> Vec<Vec<usize>> {
-        let client = &self.client;
+        let client = &self.handle.client;
         // The string layout's acquire is a transaction of one key, not a
         // script that could take several.
         if client.replicas().is_some() || client.layout() == Layout::String {
@@ -309,7 +279,9 @@ impl MultiLock {
 
     /// Member `i`'s lock handle.
     fn member(&self, i: usize) -> Lock {
-        let lock = self.client.lock(self.names[i].to_string());
+        let client = &self.handle.client;
+        let handle = Handle::new(client.clone(), self.names[i].clone());
+        let lock = Lock::new(handle, Kind::plain(client.layout()));
         match self.lease {
             Some(lease) => lock.lease(lease),
             None => lock,
@@ -331,12 +303,8 @@ impl front::Primitive for MultiLock {
 
     const KIND: &'static str = "multi-lock";
 
-    fn named(&self) -> Named<'_> {
-        Named {
-            client: &self.client,
-            name: self.names.first().map_or("", |n| n),
-            label: &self.label,
-        }
+    fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<MultiGuard, Waiter<'_>>, Error> {

@@ -2,14 +2,12 @@
 //! `RReadWriteLock` layout. Each side is a [`Lock`] of its own kind, so
 //! leases, waiting, guards, loss, fencing and scopes are the lock's.
 
-use std::sync::Arc;
-
-use crate::client::Client;
 use crate::kind::Kind;
 use crate::lock::Lock;
+use crate::shared::Handle;
 
 /// A handle to one named read-write lock; made by
-/// [`Client::read_write_lock`].
+/// [`Client::read_write_lock`](crate::Client::read_write_lock).
 ///
 /// [`read`](ReadWriteLock::read) and [`write`](ReadWriteLock::write) return
 /// the two sides as [`Lock`]s with the whole lock API (leases, `try_lock`,
@@ -52,42 +50,15 @@ use crate::lock::Lock;
 /// ```
 #[derive(Clone, Debug)]
 pub struct ReadWriteLock {
-    client: Client,
-    name: Arc<str>,
-}
-
-impl Client {
-    /// Returns a handle to the read-write lock called `name`. Nothing is
-    /// sent to Redis until one of its sides is used, and the name is checked
-    /// then.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let rw = client.read_write_lock("doc:rwlock:handle");
-    /// let writing = rw.write().try_lock().await?;
-    /// writing.unlock().await?;
-    ///
-    /// // The name is checked when a side is used.
-    /// let e = client.read_write_lock("").read().try_lock().await.unwrap_err();
-    /// assert!(e.is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a lock handle does nothing until an acquire is called on it"]
-    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        ReadWriteLock {
-            client: self.clone(),
-            name: name.into().into(),
-        }
-    }
+    handle: Handle,
 }
 
 impl ReadWriteLock {
+    /// The handle [`Client::read_write_lock`](crate::Client::read_write_lock) makes.
+    pub(crate) fn new(handle: Handle) -> ReadWriteLock {
+        ReadWriteLock { handle }
+    }
+
     /// The lock's name, which is also its Redis key.
     ///
     /// # Examples
@@ -104,7 +75,7 @@ impl ReadWriteLock {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.handle.name
     }
 
     /// The read side: shared with every other read hold, excluded by a
@@ -129,7 +100,7 @@ impl ReadWriteLock {
     /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn read(&self) -> Lock {
-        Lock::new(self.client.clone(), Kind::Read, self.name.to_string())
+        Lock::new(self.handle.clone(), Kind::Read)
     }
 
     /// The write side: excludes every other hold of the lock, read or write.
@@ -152,6 +123,6 @@ impl ReadWriteLock {
     /// ```
     #[must_use = "a lock handle does nothing until an acquire is called on it"]
     pub fn write(&self) -> Lock {
-        Lock::new(self.client.clone(), Kind::Write, self.name.to_string())
+        Lock::new(self.handle.clone(), Kind::Write)
     }
 }

@@ -15,7 +15,6 @@ use std::future::Future;
 use std::sync::{Arc, Weak};
 
 use crate::cancel;
-use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
 use crate::guard::LockGuard;
@@ -23,6 +22,7 @@ use crate::hold::{Held, Hold, LeaseMode, Registration};
 use crate::kind::{Kind, Side};
 use crate::lost::LostSignal;
 use crate::release;
+use crate::shared::Shared;
 
 tokio::task_local! {
     static SCOPE: RefCell<Holds>;
@@ -185,7 +185,7 @@ pub(crate) enum Reentry {
 /// script runs to completion in a task of its own, and a successful reply
 /// that nobody took is undone ([`cancel::run_or_undo`]).
 pub(crate) async fn reenter(
-    client: &Client,
+    client: &Shared,
     kind: Kind,
     name: &Arc<str>,
 ) -> Result<Reentry, Error> {

@@ -34,9 +34,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::backoff;
-use crate::client::Client;
 use crate::error::Error;
 use crate::pubsub::{Baton, Subscription, Wakes};
+use crate::shared::Shared;
 
 /// What one attempt found.
 pub(crate) enum Attempt<T> {
@@ -123,7 +123,7 @@ pub(crate) trait Contender: Send {
 /// Busy at the deadline, the last transient error if the last attempt
 /// failed with one, or the first other error.
 pub(crate) async fn wait<C: Contender>(
-    client: &Client,
+    client: &Shared,
     contender: &mut C,
     wait: Option<Duration>,
 ) -> Result<C::Acquired, Error> {
@@ -213,7 +213,7 @@ pub(crate) async fn wait<C: Contender>(
 
 /// The engine's state between attempts.
 struct Waiting<'a> {
-    client: &'a Client,
+    client: &'a Shared,
     refresh: Option<Duration>,
     joined: Option<Joined>,
     /// The wake-up that ended the last sleep, until an attempt used it.

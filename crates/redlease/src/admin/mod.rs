@@ -208,7 +208,7 @@ async fn run(
     seen: Option<&LockState>,
 ) -> Result<LockState, Error> {
     name::validate(key)?;
-    let conn = client.conn();
+    let conn = client.shared().conn();
     let ForceUnlocked(mut state) = call(key, removal, conn.publish(), seen)
         .run(conn)
         .await

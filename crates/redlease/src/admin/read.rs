@@ -63,7 +63,9 @@ const SCAN_BATCH: u64 = 100;
 /// # }
 /// ```
 pub async fn read(client: &Client, names: &[String]) -> Result<Vec<LockState>, Error> {
-    read_with(client.conn(), names).await.map_err(Error::from)
+    read_with(client.shared().conn(), names)
+        .await
+        .map_err(Error::from)
 }
 
 /// One call of [`scan`]: the locks found, and where to go on.
@@ -144,7 +146,7 @@ const NODE_CURSOR_BITS: u32 = 48;
 /// # }
 /// ```
 pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Result<Scan, Error> {
-    let conn = client.conn();
+    let conn = client.shared().conn();
     let masters = conn.masters().await?;
     let mut index = (cursor >> NODE_CURSOR_BITS) as usize;
     let mut node_cursor = cursor & ((1 << NODE_CURSOR_BITS) - 1);

@@ -14,11 +14,11 @@ use tokio::task::AbortHandle;
 use tokio::time::{Instant, sleep_until};
 
 use super::{expect_released, to_hex};
-use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Error;
 use crate::lost::{LostReason, LostSignal};
 use crate::scripts::expirable::{self as scripts, Release};
+use crate::shared::Shared;
 
 /// How a permit's lease is kept: never both.
 pub(super) enum Lease {
@@ -64,7 +64,7 @@ pub(super) enum Lease {
 #[must_use = "dropping the guard releases the permit at once; hold it for the work and call `release().await`"]
 #[clippy::has_significant_drop]
 pub struct PermitGuard {
-    client: Client,
+    client: Shared,
     name: Arc<str>,
     /// The id in Redis: raw bytes, as Redisson's scripts store it.
     raw: [u8; 16],
@@ -97,7 +97,7 @@ struct Renewal {
 }
 
 impl PermitGuard {
-    pub(super) fn new(client: Client, name: Arc<str>, raw: [u8; 16], lease: Lease) -> PermitGuard {
+    pub(super) fn new(client: Shared, name: Arc<str>, raw: [u8; 16], lease: Lease) -> PermitGuard {
         let lost = LostSignal::new();
         let (expires_at, renewal) = match lease {
             Lease::Fixed { expires_at } => (Some(Mutex::new(expires_at)), None),

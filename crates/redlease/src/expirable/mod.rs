@@ -8,21 +8,19 @@
 mod guard;
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::Client;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Named, Patience};
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::name;
 use crate::pubsub::Wakes;
 use crate::scripts::expirable::{self as scripts, Acquire, Added, Counts, Release};
+use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
-use ::metrics::SharedString;
 
 pub use guard::PermitGuard;
 use guard::{Lease, Pending};
@@ -31,7 +29,7 @@ use guard::{Lease, Pending};
 const MAX_PERMITS: i64 = crate::MAX_PERMITS as i64;
 
 /// A handle to one named expirable semaphore; made by
-/// [`Client::expirable_semaphore`].
+/// [`Client::expirable_semaphore`](crate::Client::expirable_semaphore).
 ///
 /// Redisson's `RPermitExpirableSemaphore`, on the same keys: the string
 /// `name` counts the free permits, and each acquired permit is a member of
@@ -72,49 +70,20 @@ const MAX_PERMITS: i64 = crate::MAX_PERMITS as i64;
 /// ```
 #[derive(Clone, Debug)]
 pub struct ExpirableSemaphore {
-    client: Client,
-    name: Arc<str>,
-    /// [`crate::metrics::lock_label`] of the name, made once.
-    label: SharedString,
+    handle: Handle,
     /// `None`: renewed like a watchdog-mode lock.
     lease: Option<Duration>,
 }
 
-/// The expirable semaphore handles a client makes.
-impl Client {
-    /// Returns a handle to the expirable semaphore called `name`
-    /// (Redisson's `RPermitExpirableSemaphore`). Nothing is sent to Redis
-    /// until the handle is used, and the name is checked then.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let exports = client.expirable_semaphore("doc:expirable:handle");
-    /// assert_eq!(exports.name(), "doc:expirable:handle");
-    ///
-    /// // A bad name is refused when the handle is used, not when it is made.
-    /// let nameless = client.expirable_semaphore("");
-    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a semaphore handle does nothing until it is used"]
-    pub fn expirable_semaphore(&self, name: impl Into<String>) -> ExpirableSemaphore {
-        let name: Arc<str> = name.into().into();
+impl ExpirableSemaphore {
+    /// The handle [`Client::expirable_semaphore`](crate::Client::expirable_semaphore) makes.
+    pub(crate) fn new(handle: Handle) -> ExpirableSemaphore {
         ExpirableSemaphore {
-            client: self.clone(),
-            label: crate::metrics::shared_label(&name),
-            name,
+            handle,
             lease: None,
         }
     }
-}
 
-impl ExpirableSemaphore {
     /// Selects a fixed lease for the permits this handle acquires: each
     /// expires `lease` after it is acquired and is never renewed (Redisson's
     /// `leaseTime`). A lease under 1 ms is rejected when the handle is used.
@@ -159,7 +128,7 @@ impl ExpirableSemaphore {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.handle.name
     }
 
     /// Sets the number of permits if none is set yet (the key is absent),
@@ -195,9 +164,13 @@ impl ExpirableSemaphore {
     pub async fn try_set_total(&self, permits: u64) -> Result<bool, Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
-        let conn = self.client.conn();
+        let conn = self.handle.client.conn();
         let set: i64 = self
-            .run(&scripts::try_set(&self.name, permits, conn.publish()))
+            .run(&scripts::try_set(
+                &self.handle.name,
+                permits,
+                conn.publish(),
+            ))
             .await?;
         Ok(set == 1)
     }
@@ -235,9 +208,9 @@ impl ExpirableSemaphore {
     pub async fn set_total(&self, permits: u64) -> Result<(), Error> {
         self.check_name()?;
         let permits = self.check_count("permits", permits.try_into().unwrap_or(i64::MAX), 0)?;
-        let conn = self.client.conn();
+        let conn = self.handle.client.conn();
         let _: i64 = self
-            .run(&scripts::set(&self.name, permits, conn.publish()))
+            .run(&scripts::set(&self.handle.name, permits, conn.publish()))
             .await?;
         Ok(())
     }
@@ -276,16 +249,16 @@ impl ExpirableSemaphore {
     pub async fn add_permits(&self, permits: i64) -> Result<(), Error> {
         self.check_name()?;
         let permits = self.check_count("added permits", permits, -MAX_PERMITS)?;
-        let conn = self.client.conn();
+        let conn = self.handle.client.conn();
         match self
-            .run(&scripts::add(&self.name, permits, conn.publish()))
+            .run(&scripts::add(&self.handle.name, permits, conn.publish()))
             .await?
         {
             Added::Done(_) => Ok(()),
             Added::OutOfRange(free) => Err(Error::invalid(format!(
                 "adding {permits} permits to {free} free ones would leave the range of a java int"
             ))
-            .with_key(&self.name)),
+            .with_key(&self.handle.name)),
         }
     }
 
@@ -399,11 +372,11 @@ impl ExpirableSemaphore {
                 "permit id must be an even, non-zero number of hex digits, but found {permit_id:?}"
             ))
         })?;
-        let conn = self.client.conn();
+        let conn = self.handle.client.conn();
         let released = self
-            .run(&scripts::release(&self.name, &raw, conn.publish()))
+            .run(&scripts::release(&self.handle.name, &raw, conn.publish()))
             .await?;
-        expect_released(&self.name, permit_id, released)
+        expect_released(&self.handle.name, permit_id, released)
     }
 
     /// Makes one attempt to acquire a permit.
@@ -536,9 +509,9 @@ impl ExpirableSemaphore {
     /// until the reply says what happened.
     async fn attempt(&self, lease_ms: u64) -> Result<Attempt<PermitGuard>, Error> {
         let id = uuid::Uuid::new_v4().into_bytes();
-        let conn = self.client.conn();
-        let mut pending = Pending::armed(conn, &self.name, id);
-        let call = scripts::acquire(&self.name, lease_ms, &[&id], conn.publish());
+        let conn = self.handle.client.conn();
+        let mut pending = Pending::armed(conn, &self.handle.name, id);
+        let call = scripts::acquire(&self.handle.name, lease_ms, &[&id], conn.publish());
         let sent_at = Instant::now();
         let reply = call.run::<Acquire>(conn).await;
         match reply {
@@ -567,15 +540,15 @@ impl ExpirableSemaphore {
                 expires_at: sent_at + lease,
             },
             None => Lease::Renewed {
-                lease: self.client.watchdog_timeout(),
+                lease: self.handle.client.watchdog_timeout(),
                 lease_ms,
                 sent_at,
             },
         };
-        tracing::debug!(key = %self.name, "permit acquired");
+        tracing::debug!(key = %self.handle.name, "permit acquired");
         Ok(Attempt::Acquired(PermitGuard::new(
-            self.client.clone(),
-            self.name.clone(),
+            self.handle.client.clone(),
+            self.handle.name.clone(),
             id,
             lease,
         )))
@@ -583,8 +556,9 @@ impl ExpirableSemaphore {
 
     async fn counts(&self) -> Result<Counts, Error> {
         self.check_name()?;
-        let conn = self.client.conn();
-        self.run(&scripts::counts(&self.name, conn.publish())).await
+        let conn = self.handle.client.conn();
+        self.run(&scripts::counts(&self.handle.name, conn.publish()))
+            .await
     }
 
     /// Runs one script call of this semaphore.
@@ -592,31 +566,31 @@ impl ExpirableSemaphore {
         &self,
         call: &crate::scripts::ScriptCall,
     ) -> Result<T, Error> {
-        call.run::<T>(self.client.conn())
+        call.run::<T>(self.handle.client.conn())
             .await
             .map_err(|e| self.error(e))
     }
 
     /// A redis-rs error about this semaphore, in its words.
     fn error(&self, err: redis::RedisError) -> Error {
-        let err = Error::from(err).with_key(&self.name);
+        let err = Error::from(err).with_key(&self.handle.name);
         if err.is_wrong_type() {
             return err.reworded(format!(
                 "semaphore {:?} holds a value that is not a permit count, or its {:?} key is not a zset",
-                self.name,
-                layout::permits_key(&self.name)
+                self.handle.name,
+                layout::permits_key(&self.handle.name)
             ));
         }
         err
     }
 
     fn check_name(&self) -> Result<(), Error> {
-        name::validate(&self.name).map_err(|e| e.with_key(&self.name))
+        name::validate(&self.handle.name).map_err(|e| e.with_key(&self.handle.name))
     }
 
     /// Checks a permit count against `min..=`[`MAX_PERMITS`](crate::MAX_PERMITS).
     fn check_count(&self, what: &str, permits: i64, min: i64) -> Result<i64, Error> {
-        count::check_permits(what, permits, min).map_err(|e| e.with_key(&self.name))
+        count::check_permits(what, permits, min).map_err(|e| e.with_key(&self.handle.name))
     }
 
     /// Validates the name and lease; returns the lease to request, in ms.
@@ -624,9 +598,9 @@ impl ExpirableSemaphore {
         self.check_name()?;
         match self.lease {
             Some(lease) => name::lease_millis("lease", lease),
-            None => name::lease_millis("watchdog timeout", self.client.watchdog_timeout()),
+            None => name::lease_millis("watchdog timeout", self.handle.client.watchdog_timeout()),
         }
-        .map_err(|e| e.with_key(&self.name))
+        .map_err(|e| e.with_key(&self.handle.name))
     }
 }
 
@@ -672,12 +646,8 @@ impl front::Primitive for ExpirableSemaphore {
 
     const KIND: &'static str = "expirable semaphore";
 
-    fn named(&self) -> Named<'_> {
-        Named {
-            client: &self.client,
-            name: &self.name,
-            label: &self.label,
-        }
+    fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<PermitGuard, Waiter<'_>>, Error> {
@@ -698,11 +668,11 @@ impl Contender for Waiter<'_> {
     type Acquired = PermitGuard;
 
     fn name(&self) -> &str {
-        &self.semaphore.name
+        &self.semaphore.handle.name
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        count::too_few_permits(&self.semaphore.name, waited)
+        count::too_few_permits(&self.semaphore.handle.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<PermitGuard>, Error> {
@@ -710,7 +680,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        layout::semaphore_channel(&self.semaphore.name)
+        layout::semaphore_channel(&self.semaphore.handle.name)
     }
 
     fn wakes(&self) -> Wakes {

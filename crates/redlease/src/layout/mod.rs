@@ -2,12 +2,12 @@
 //! one model of what Redis holds for a lock ([`LockState`]), shared by the
 //! library, `redlease unlock --force` and `redlease inspect`.
 //!
-//! [`read`] and [`scan`] read lock states with plain commands (no scripts,
-//! nothing written), so they work on replicas too; the forced unlock in
-//! [`admin`](crate::admin) reports the same [`LockState`] from its script.
-//!
-//! The same module reads Redisson's semaphores and count-down latch, whose
-//! state is a string integer `name` (see [`StateKind`]), for `inspect`.
+//! [`admin::read`](crate::admin::read) and [`admin::scan`](crate::admin::scan)
+//! read lock states with plain commands (no scripts, nothing written), so
+//! they work on replicas too; the forced unlock in [`admin`](crate::admin)
+//! reports the same [`LockState`] from its script. They read Redisson's
+//! semaphores and count-down latch too, whose state is a string integer
+//! `name` (see [`StateKind`]), for `inspect`.
 //!
 //! A lock called `name` is the hash `name`. Every other key and channel of
 //! it follows Redisson's `prefixName` rule, so that both libraries compute

@@ -37,7 +37,7 @@ pub struct Holder {
     pub field: String,
     /// The field's value as stored; a lock's is the hold count.
     pub value: String,
-    /// For a reader of a read-write lock, as [`read`](super::read) reads
+    /// For a reader of a read-write lock, as [`read`](crate::admin::read) reads
     /// it: the `PTTL` of its newest hold's timeout key
     /// (`<prefix>:<count>`, [`read_timeout_prefix`](super::read_timeout_prefix)),
     /// which is when that hold ends unless renewed; `-2` when the key is
@@ -211,7 +211,7 @@ pub struct Listeners {
     pub latch: u64,
 }
 
-/// A lock key and its fair queue, as [`read`](super::read) reads them,
+/// A lock key and its fair queue, as [`read`](crate::admin::read) reads them,
 /// [`admin::lock_state`](crate::admin::lock_state) sees them, or
 /// [`admin::force_unlock`](crate::admin::force_unlock) found them (before it
 /// removed anything).
@@ -267,15 +267,15 @@ pub struct LockState {
     /// nothing.
     pub changed: bool,
     /// The fair queue: list entries in order, then deadline-only entries
-    /// (by [`read`](super::read), at most the first 100 of each, and only
+    /// (by [`read`](crate::admin::read), at most the first 100 of each, and only
     /// stale deadline-only entries).
     pub waiters: Vec<Waiter>,
     /// How many entries the fair queue's list has.
     pub queue_len: u64,
     /// The cluster node (`host:port`) the lock was found on by
-    /// [`scan`](super::scan); `None` on a single node, or when not known.
+    /// [`scan`](crate::admin::scan); `None` on a single node, or when not known.
     pub node: Option<String>,
-    /// A string key's value, as [`read`](super::read) reads it: a
+    /// A string key's value, as [`read`](crate::admin::read) reads it: a
     /// semaphore's available permits or a latch's count, or the owner of a
     /// lock of the string layout ([`string_owner`](LockState::string_owner)),
     /// with bytes that are not UTF-8, control characters and backslashes
@@ -284,7 +284,7 @@ pub struct LockState {
     pub value: Option<String>,
     /// The SHA-1 (lowercase hex) of a string key's whole value, as
     /// [`admin::lock_state`](crate::admin::lock_state) and the forced
-    /// unlocks read it (not [`read`](super::read), which sends no script):
+    /// unlocks read it (not [`read`](crate::admin::read), which sends no script):
     /// what
     /// [`admin::force_unlock_if_unchanged`](crate::admin::force_unlock_if_unchanged)
     /// compares, so that a string lock taken by another owner since is

@@ -53,12 +53,12 @@ impl Lock {
         for (i, lock) in locks.iter().enumerate() {
             debug_assert!(matches!(lock.kind, Kind::Plain | Kind::Str));
             let lease_ms = lock.prepare()?;
-            match scope::reenter(&lock.client, lock.kind, &lock.name).await? {
+            match scope::reenter(&lock.handle.client, lock.kind, &lock.handle.name).await? {
                 Reentry::Reentered(guard) => taken.push(guard),
                 // A downgrade is the read side's (of a write hold); a plain
                 // lock acquires anew.
                 Reentry::Acquire | Reentry::Downgrade(_) => {
-                    let field = lock.kind.owner_field(lock.client.new_owner_field());
+                    let field = lock.kind.owner_field(lock.handle.client.new_owner_field());
                     fresh.push((i, lease_ms, field));
                 }
             }
@@ -77,26 +77,26 @@ impl Lock {
             }
             [(i, lease_ms, _), ..] => (&locks[*i], *lease_ms),
         };
-        let conn = first.client.acquire_conn();
+        let conn = first.handle.client.acquire_conn();
         // Armed until the outcome is known, as a single acquire's: dropped
         // armed, each releases its field behind the call.
         let mut pending: Vec<Withdrawal> = fresh
             .iter()
             .map(|(i, lease_ms, field)| {
                 let lock = &locks[*i];
-                Withdrawal::pending_acquire(conn, lock.kind, &lock.name, field, *lease_ms)
+                Withdrawal::pending_acquire(conn, lock.kind, &lock.handle.name, field, *lease_ms)
             })
             .collect();
         let call = acquire_all(
             fresh
                 .iter()
-                .map(|(i, _, field)| (&*locks[*i].name, &**field)),
+                .map(|(i, _, field)| (&*locks[*i].handle.name, &**field)),
             lease_ms,
-            first.client.fencing_ttl_ms(),
+            first.handle.client.fencing_ttl_ms(),
         );
         let sent_at = Instant::now();
         for (i, ..) in &fresh {
-            metrics::acquire_attempt(&locks[*i].label);
+            metrics::acquire_attempt(&locks[*i].handle.label);
         }
         let reply = call.run::<AcquiredAll>(conn).await;
         let known = match &reply {
@@ -130,7 +130,7 @@ impl Lock {
             }
             Ok(AcquiredAll::NotALock { member }) => {
                 let i = fresh.get(member).map_or(fresh[0].0, |m| m.0);
-                Err(Error::not_a_lock(&locks[i].name))
+                Err(Error::not_a_lock(&locks[i].handle.name))
             }
             Err(err) => {
                 let err = Error::from(err);

@@ -9,23 +9,22 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::cancel;
-use crate::client::Client;
 use crate::connection::Connection;
 use crate::count;
 use crate::error::Error;
-use crate::front::{self, Begin, Named, Patience};
+use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::semaphore::{self as scripts, Counted, SetIfMissing, Taken};
+use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
-use ::metrics::SharedString;
 
 mod permit;
 
 pub use permit::SemaphorePermit;
 
 /// A handle to one named semaphore, Redisson's `RSemaphore`; made by
-/// [`Client::semaphore`].
+/// [`Client::semaphore`](crate::Client::semaphore).
 ///
 /// The semaphore is a count of available permits in Redis: acquiring `n`
 /// takes `n` away if that many are there, releasing `n` gives `n` back.
@@ -78,45 +77,15 @@ pub use permit::SemaphorePermit;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Semaphore {
-    client: Client,
-    name: Arc<str>,
-    /// [`crate::metrics::lock_label`] of the name, made once.
-    label: SharedString,
-}
-
-/// The semaphore handles a client makes.
-impl Client {
-    /// Returns a handle to the semaphore called `name`. Nothing is sent to
-    /// Redis until the handle is used, and the name is checked then.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redlease::Error> {
-    /// # let url = redlease_testkit::RedisServer::shared().url();
-    /// let client = redlease::Client::connect(&url).await?;
-    /// let imports = client.semaphore("doc:semaphore:handle");
-    /// assert_eq!(imports.name(), "doc:semaphore:handle");
-    ///
-    /// // A bad name is refused when the handle is used, not when it is made.
-    /// let nameless = client.semaphore("");
-    /// assert!(nameless.available_permits().await.unwrap_err().is_invalid_argument());
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use = "a semaphore handle does nothing until it is used"]
-    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
-        let name: Arc<str> = name.into().into();
-        Semaphore {
-            client: self.clone(),
-            label: crate::metrics::shared_label(&name),
-            name,
-        }
-    }
+    handle: Handle,
 }
 
 impl Semaphore {
+    /// The handle [`Client::semaphore`](crate::Client::semaphore) makes.
+    pub(crate) fn new(handle: Handle) -> Semaphore {
+        Semaphore { handle }
+    }
+
     /// The semaphore's name, which is also its Redis key.
     ///
     /// # Examples
@@ -132,7 +101,7 @@ impl Semaphore {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.handle.name
     }
 
     /// Sets the number of available permits to `permits` if the semaphore
@@ -172,7 +141,7 @@ impl Semaphore {
     pub async fn try_set_available(&self, permits: u64) -> Result<bool, Error> {
         let permits = count::check_permits_u64("permits", permits, 0)?;
         let conn = self.conn()?;
-        let call = scripts::try_set_permits(&self.name, permits, conn.publish());
+        let call = scripts::try_set_permits(&self.handle.name, permits, conn.publish());
         let set = self
             .run::<SetIfMissing>(conn, call)
             .instrument(self.span("try_set_available", permits))
@@ -220,7 +189,7 @@ impl Semaphore {
     pub async fn set_available(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_permits_u64("permits", permits, 0)?;
         let conn = self.conn()?;
-        let call = scripts::set_permits(&self.name, permits, conn.publish());
+        let call = scripts::set_permits(&self.handle.name, permits, conn.publish());
         self.changed(conn, call)
             .instrument(self.span("set_available", permits))
             .await
@@ -260,8 +229,9 @@ impl Semaphore {
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
         count::check_permits("the change of permits", delta, -(crate::MAX_PERMITS as i64))?;
         let conn = self.conn()?;
-        let call = scripts::add_permits(&self.name, delta, conn.publish());
-        let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.name, delta);
+        let call = scripts::add_permits(&self.handle.name, delta, conn.publish());
+        let span =
+            tracing::debug_span!("semaphore", op = "add_permits", key = %self.handle.name, delta);
         self.changed(conn, call).instrument(span).await
     }
 
@@ -299,7 +269,7 @@ impl Semaphore {
     /// ```
     pub async fn available_permits(&self) -> Result<i64, Error> {
         let conn = self.conn()?;
-        count::get(conn, &self.name)
+        count::get(conn, &self.handle.name)
             .await
             .map_err(|e| self.error(e.into()))?
             .ok_or_else(|| self.not_a_count())
@@ -483,7 +453,7 @@ impl Semaphore {
     pub async fn release(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_permits_u64("permits", permits, 1)?;
         let conn = self.conn()?;
-        let call = scripts::release(&self.name, permits, conn.publish());
+        let call = scripts::release(&self.handle.name, permits, conn.publish());
         self.changed(conn, call)
             .instrument(self.span("release", permits))
             .await
@@ -503,10 +473,10 @@ impl Semaphore {
     /// Runs the acquire script once, in a task of its own so that a
     /// success nobody receives is given back.
     async fn attempt(&self, conn: &Connection, permits: u64) -> Result<Attempt<()>, Error> {
-        let call = scripts::acquire(&self.name, permits);
+        let call = scripts::acquire(&self.handle.name, permits);
         let give_back = GiveBack {
             conn: conn.clone(),
-            name: self.name.clone(),
+            name: self.handle.name.clone(),
             permits,
         };
         let took = |taken: &Taken| matches!(taken, Taken::Acquired(_));
@@ -514,7 +484,7 @@ impl Semaphore {
             .await
             .ok_or_else(count::runtime_stopped)?
             .map_err(|e| self.error(e.into()))?;
-        tracing::debug!(key = %self.name, permits, ?taken, "semaphore acquire attempt");
+        tracing::debug!(key = %self.handle.name, permits, ?taken, "semaphore acquire attempt");
         match taken {
             Taken::Acquired(_) => Ok(Attempt::Acquired(())),
             // Some free, but not enough for this request: a smaller one
@@ -533,7 +503,7 @@ impl Semaphore {
     ) -> Result<(), Error> {
         match self.run::<Counted>(conn, call).await? {
             Counted(Some(available)) => {
-                tracing::debug!(key = %self.name, available, "semaphore count changed");
+                tracing::debug!(key = %self.handle.name, available, "semaphore count changed");
                 Ok(())
             }
             Counted(None) => Err(self.not_a_count()),
@@ -551,24 +521,29 @@ impl Semaphore {
 
     /// Checks the name and returns the connection to use.
     fn conn(&self) -> Result<&Connection, Error> {
-        let channel = layout::semaphore_channel(&self.name);
-        count::check_name(&self.client, "semaphore", &self.name, &channel)?;
-        Ok(self.client.conn())
+        let channel = layout::semaphore_channel(&self.handle.name);
+        count::check_name(
+            &self.handle.client,
+            "semaphore",
+            &self.handle.name,
+            &channel,
+        )?;
+        Ok(self.handle.client.conn())
     }
 
     /// The span of operation `op` on `permits` permits.
     fn span(&self, op: &'static str, permits: u64) -> tracing::Span {
-        tracing::debug_span!("semaphore", op, key = %self.name, permits)
+        tracing::debug_span!("semaphore", op, key = %self.handle.name, permits)
     }
 
     /// `err` about this semaphore, with a message that names it as one.
     fn error(&self, err: Error) -> Error {
-        let err = err.with_key(&self.name);
+        let err = err.with_key(&self.handle.name);
         if err.is_wrong_type() {
             let message = format!(
                 "semaphore key {:?} holds another type of value; expected a string holding \
                  the number of available permits",
-                self.name
+                self.handle.name
             );
             return err.reworded(message);
         }
@@ -577,11 +552,11 @@ impl Semaphore {
 
     fn not_a_count(&self) -> Error {
         Error::not_a_count(
-            &self.name,
+            &self.handle.name,
             format!(
                 "semaphore key {:?} holds a string that is not an integer; expected the number \
                  of available permits",
-                self.name
+                self.handle.name
             ),
         )
     }
@@ -599,12 +574,8 @@ impl front::Primitive for Request {
 
     const KIND: &'static str = "semaphore";
 
-    fn named(&self) -> Named<'_> {
-        Named {
-            client: &self.semaphore.client,
-            name: &self.semaphore.name,
-            label: &self.semaphore.label,
-        }
+    fn handle(&self) -> &Handle {
+        &self.semaphore.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<SemaphorePermit, Waiter<'_>>, Error> {
@@ -628,11 +599,11 @@ impl Contender for Waiter<'_> {
     type Acquired = SemaphorePermit;
 
     fn name(&self) -> &str {
-        &self.semaphore.name
+        &self.semaphore.handle.name
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        count::too_few_permits(&self.semaphore.name, waited)
+        count::too_few_permits(&self.semaphore.handle.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<SemaphorePermit>, Error> {
@@ -641,7 +612,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        layout::semaphore_channel(&self.semaphore.name)
+        layout::semaphore_channel(&self.semaphore.handle.name)
     }
 
     fn wakes(&self) -> Wakes {
@@ -672,8 +643,8 @@ struct GiveBack {
 impl GiveBack {
     fn of(semaphore: &Semaphore, permits: u64) -> GiveBack {
         GiveBack {
-            conn: semaphore.client.conn().clone(),
-            name: semaphore.name.clone(),
+            conn: semaphore.handle.client.conn().clone(),
+            name: semaphore.handle.name.clone(),
             permits,
         }
     }

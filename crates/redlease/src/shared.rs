@@ -1,0 +1,164 @@
+//! What a client's primitives share: its connection, owner ids, watchdog
+//! and subscriptions, behind narrow methods. No protocol code: that is in
+//! the primitives' modules.
+//!
+//! [`Client`](crate::Client) (in `client.rs`, with every public method) wraps
+//! one [`Shared`]; the handles and guards it makes hold a `Shared`, not a
+//! `Client`, so that they do not import the module that makes them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use metrics::SharedString;
+use tokio::sync::oneshot;
+
+use crate::connection::Connection;
+use crate::layout::Layout;
+use crate::pubsub::{Subscription, Subscriptions, Wakes};
+use crate::replicas::Replicas;
+use crate::watchdog::Watchdog;
+
+/// A client's parts, cheap to clone: clones share them.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    /// Renewals, releases, re-entries and subscriptions go out here.
+    pub(crate) conn: Connection,
+    /// Random per client, like Redisson's client UUID: owner fields are
+    /// `<id>:<n>`, so two processes never mistake each other's holds.
+    pub(crate) id: String,
+    /// A new `n` for every acquisition: re-entry is opt-in (an owner scope),
+    /// so by default two acquisitions in one process exclude each other
+    /// exactly as two processes do.
+    pub(crate) next_owner: AtomicU64,
+    pub(crate) watchdog_timeout: Duration,
+    /// How [`Client::lock`](crate::Client::lock)(crate::Client::lock) keeps its locks.
+    pub(crate) layout: Layout,
+    /// Time to live of fencing counters, from their start (from the clock).
+    pub(crate) fencing_ttl_ms: u64,
+    /// Redisson's wait per place in a fair lock's queue, which fair
+    /// waiters' deadlines count in (see `ClientBuilder::redisson_fair_wait`).
+    pub(crate) redisson_fair_wait_ms: u64,
+    pub(crate) watchdog: Watchdog,
+    /// Set by [`ClientBuilder::require_replicas`](crate::ClientBuilder::require_replicas).
+    pub(crate) replicas: Option<Replicas>,
+    /// Release-channel subscriptions shared by this client's waiters.
+    pub(crate) subscriptions: Subscriptions,
+    /// Dropped with the last clone of the client, which stops the watchdog
+    /// task at once instead of at its next tick.
+    pub(crate) _stop_watchdog: oneshot::Sender<()>,
+}
+
+impl Shared {
+    /// The connection for everything but acquires.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.inner.conn
+    }
+
+    /// The connection acquires go out on, and with them everything that must
+    /// reach Redis after an acquire: the withdrawal of a cancelled one.
+    pub(crate) fn acquire_conn(&self) -> &Connection {
+        self.inner
+            .replicas
+            .as_ref()
+            .map_or(&self.inner.conn, Replicas::conn)
+    }
+
+    /// The replicas every acquire must reach, if the client requires some.
+    pub(crate) fn replicas(&self) -> Option<&Replicas> {
+        self.inner.replicas.as_ref()
+    }
+
+    /// A new owner field, `<client-id>:<n>`, unique to one acquisition.
+    pub(crate) fn new_owner_field(&self) -> Arc<str> {
+        let n = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
+        // Pushed rather than `format!`ted, as in `layout`: once per acquire.
+        let mut field = String::with_capacity(self.inner.id.len() + 21);
+        field.push_str(&self.inner.id);
+        field.push(':');
+        // Writing to a String cannot fail.
+        let _ = fmt::Write::write_fmt(&mut field, format_args!("{n}"));
+        field.into()
+    }
+
+    /// How the client's plain locks are kept.
+    pub(crate) fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// Time to live of fencing counters, in milliseconds.
+    pub(crate) fn fencing_ttl_ms(&self) -> u64 {
+        self.inner.fencing_ttl_ms
+    }
+
+    /// Redisson's wait per place in a fair lock's queue, in milliseconds.
+    pub(crate) fn redisson_fair_wait_ms(&self) -> u64 {
+        self.inner.redisson_fair_wait_ms
+    }
+
+    /// The client's renewal task.
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.inner.watchdog
+    }
+
+    /// Joins `channel` as a waiter woken as `wakes` says, sharing the
+    /// subscription with the client's other waiters on it.
+    pub(crate) fn subscribe(&self, channel: String, wakes: Wakes) -> Subscription {
+        self.inner.subscriptions.join(channel, wakes)
+    }
+}
+
+impl Shared {
+    /// The parts of a client just built.
+    pub(crate) fn new(inner: Inner) -> Shared {
+        Shared {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The client's random id, the first part of its owner fields.
+    pub(crate) fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The lease of watchdog-mode holds.
+    pub(crate) fn watchdog_timeout(&self) -> Duration {
+        self.inner.watchdog_timeout
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .field("watchdog_timeout", &self.inner.watchdog_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every primitive's handle holds, made once when the client makes
+/// the handle: the client's parts, the name (the Redis key) and the name's
+/// metrics label ([`crate::metrics::shared_label`]). The front reads a
+/// primitive's through [`Primitive::handle`](crate::front::Primitive::handle).
+#[derive(Clone, Debug)]
+pub(crate) struct Handle {
+    pub(crate) client: Shared,
+    pub(crate) name: Arc<str>,
+    pub(crate) label: SharedString,
+}
+
+impl Handle {
+    /// A handle of `client`'s on `name`.
+    pub(crate) fn new(client: Shared, name: Arc<str>) -> Handle {
+        Handle {
+            client,
+            label: crate::metrics::shared_label(&name),
+            name,
+        }
+    }
+}
