@@ -2,15 +2,141 @@
 //! key, a name whose channel must share the key's cluster slot, and
 //! scripts run to completion whatever happens to the caller.
 
+use std::fmt;
 use std::time::Duration;
 
 use redis::FromRedisValue;
 
 use crate::connection::Connection;
-use crate::error::Error;
+use crate::error::{Error, quoted, wrong_type_message};
+use crate::layout;
 use crate::name;
 use crate::scripts::ScriptCall;
-use crate::shared::Shared;
+use crate::scripts::commands;
+use crate::scripts::semaphore::SetIfMissing;
+use crate::shared::{Handle, Shared};
+
+/// What a primitive that keeps a count in a string is called, what its
+/// count means and which channel it announces on: the words of its checks
+/// and errors.
+pub(crate) struct Words {
+    /// `semaphore`, `latch`.
+    what: &'static str,
+    /// What the string holds, for an error: "the number of available
+    /// permits".
+    holds: &'static str,
+    /// Redisson's channel of the name, which must share its key's slot.
+    channel: fn(&str) -> String,
+}
+
+/// A [`Semaphore`](crate::Semaphore)'s words.
+pub(crate) const SEMAPHORE: Words = Words {
+    what: "semaphore",
+    holds: "the number of available permits",
+    channel: layout::semaphore_channel,
+};
+
+/// A [`CountDownLatch`](crate::CountDownLatch)'s words.
+pub(crate) const LATCH: Words = Words {
+    what: "latch",
+    holds: "the count still to go",
+    channel: layout::latch_channel,
+};
+
+/// A handle on a count in a string: what the semaphore and the latch
+/// share, written once (the name check, running a script to completion,
+/// reading the count, errors that say which primitive and what the key
+/// holds).
+#[derive(Clone, Debug)]
+pub(crate) struct Counter {
+    pub(crate) handle: Handle,
+    words: &'static Words,
+}
+
+impl fmt::Debug for Words {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.what)
+    }
+}
+
+impl Counter {
+    pub(crate) fn new(handle: Handle, words: &'static Words) -> Counter {
+        Counter { handle, words }
+    }
+
+    /// Checks the name and returns the connection to use.
+    pub(crate) fn conn(&self) -> Result<&Connection, Error> {
+        let name = &self.handle.name;
+        check_name(
+            &self.handle.client,
+            self.words.what,
+            name,
+            &(self.words.channel)(name),
+        )?;
+        Ok(self.handle.client.conn())
+    }
+
+    /// Runs `call` to completion, whatever happens to the caller.
+    pub(crate) async fn run<T>(&self, conn: &Connection, call: ScriptCall) -> Result<T, Error>
+    where
+        T: FromRedisValue + Send + 'static,
+    {
+        match run_to_completion(conn, call).await {
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(self.error(conn, e).await),
+        }
+    }
+
+    /// The count as stored: 0 when the key is missing.
+    pub(crate) async fn read(&self, conn: &Connection) -> Result<i64, Error> {
+        match get(conn, &self.handle.name).await {
+            Ok(count) => count.ok_or_else(|| self.not_a_count()),
+            Err(e) => Err(self.error(conn, e.into()).await),
+        }
+    }
+
+    /// Runs a script that sets the count if the key is missing: true if it
+    /// was set.
+    pub(crate) async fn try_set(&self, conn: &Connection, call: ScriptCall) -> Result<bool, Error> {
+        match self.run::<SetIfMissing>(conn, call).await? {
+            SetIfMissing::Set => Ok(true),
+            SetIfMissing::Present => Ok(false),
+            SetIfMissing::NotACount => Err(self.not_a_count()),
+        }
+    }
+
+    /// `err` about this primitive's key; a `WRONGTYPE` says what the key
+    /// holds (one `TYPE`, on this error path only).
+    pub(crate) async fn error(&self, conn: &Connection, err: Error) -> Error {
+        let name = &self.handle.name;
+        let err = err.with_key(name);
+        if !err.is_wrong_type() {
+            return err;
+        }
+        let holds = commands::what_key_holds(conn, name, "string").await;
+        let expected = format!("a string holding {}", self.words.holds);
+        err.reworded(wrong_type_message(
+            self.words.what,
+            name,
+            holds.as_deref(),
+            &expected,
+        ))
+    }
+
+    /// The error of a string that is not an integer.
+    pub(crate) fn not_a_count(&self) -> Error {
+        let name = &self.handle.name;
+        Error::not_a_count(
+            name,
+            format!(
+                "{} key {} holds a string that is not an integer; expected {}",
+                self.words.what,
+                quoted(name),
+                self.words.holds
+            ),
+        )
+    }
+}
 
 /// The largest count accepted: 2^53 - 1. The scripts compare and return
 /// counts as Lua numbers, which are doubles and exact only up to 2^53

@@ -8,12 +8,12 @@ use tracing::Instrument;
 
 use crate::connection::Connection;
 use crate::count;
+use crate::count::Counter;
 use crate::error::Error;
 use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
 use crate::scripts::latch::{self as scripts, Left};
-use crate::scripts::semaphore::SetIfMissing;
 use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
 
@@ -79,13 +79,15 @@ use crate::wait::{Attempt, Contender};
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountDownLatch {
-    handle: Handle,
+    counter: Counter,
 }
 
 impl CountDownLatch {
     /// The handle [`Client::count_down_latch`](crate::Client::count_down_latch) makes.
     pub(crate) fn new(handle: Handle) -> CountDownLatch {
-        CountDownLatch { handle }
+        CountDownLatch {
+            counter: Counter::new(handle, &count::LATCH),
+        }
     }
 
     /// The latch's name, which is also its Redis key.
@@ -103,7 +105,7 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.handle.name
+        &self.counter.handle.name
     }
 
     /// Arms the latch with `count` if it is open (its key is missing), and
@@ -142,19 +144,10 @@ impl CountDownLatch {
     /// ```
     pub async fn try_set_count(&self, count: u64) -> Result<bool, Error> {
         let count = count::check_count("count", count, 1)?;
-        let conn = self.conn()?;
-        let call = scripts::try_set_count(&self.handle.name, count, conn.publish());
-        let span =
-            tracing::debug_span!("latch", op = "try_set_count", key = %self.handle.name, count);
-        let set = self
-            .run::<SetIfMissing>(conn, call)
-            .instrument(span)
-            .await?;
-        match set {
-            SetIfMissing::Set => Ok(true),
-            SetIfMissing::Present => Ok(false),
-            SetIfMissing::NotACount => Err(self.not_a_count()),
-        }
+        let conn = self.counter.conn()?;
+        let call = scripts::try_set_count(&self.counter.handle.name, count, conn.publish());
+        let span = tracing::debug_span!("latch", op = "try_set_count", key = %self.counter.handle.name, count);
+        self.counter.try_set(conn, call).instrument(span).await
     }
 
     /// Counts the latch down by one; at zero the key is deleted and `0` is
@@ -190,15 +183,21 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub async fn count_down(&self) -> Result<(), Error> {
-        let conn = self.conn()?;
-        let call = scripts::count_down(&self.handle.name, conn.publish());
-        let span = tracing::debug_span!("latch", op = "count_down", key = %self.handle.name);
-        match self.run::<Left>(conn, call).instrument(span).await? {
+        let conn = self.counter.conn()?;
+        let call = scripts::count_down(&self.counter.handle.name, conn.publish());
+        let span =
+            tracing::debug_span!("latch", op = "count_down", key = %self.counter.handle.name);
+        match self
+            .counter
+            .run::<Left>(conn, call)
+            .instrument(span)
+            .await?
+        {
             Left(Some(left)) => {
-                tracing::debug!(key = %self.handle.name, left, "latch counted down");
+                tracing::debug!(key = %self.counter.handle.name, left, "latch counted down");
                 Ok(())
             }
-            Left(None) => Err(self.not_a_count()),
+            Left(None) => Err(self.counter.not_a_count()),
         }
     }
 
@@ -230,14 +229,14 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub async fn count(&self) -> Result<u64, Error> {
-        let conn = self.conn()?;
-        let count = self.read(conn).await?;
+        let conn = self.counter.conn()?;
+        let count = self.counter.read(conn).await?;
         u64::try_from(count).map_err(|_| {
             Error::not_a_count(
-                &self.handle.name,
+                &self.counter.handle.name,
                 format!(
                     "expected the count of latch {:?} to be at least 0, but found {count}",
-                    self.handle.name
+                    self.counter.handle.name
                 ),
             )
         })
@@ -364,59 +363,10 @@ impl CountDownLatch {
     /// # }
     /// ```
     pub async fn delete(&self) -> Result<bool, Error> {
-        let conn = self.conn()?;
-        let call = scripts::delete(&self.handle.name, conn.publish());
-        let span = tracing::debug_span!("latch", op = "delete", key = %self.handle.name);
-        self.run::<bool>(conn, call).instrument(span).await
-    }
-
-    /// The count as stored: 0 when the key is missing.
-    async fn read(&self, conn: &Connection) -> Result<i64, Error> {
-        count::get(conn, &self.handle.name)
-            .await
-            .map_err(|e| self.error(e.into()))?
-            .ok_or_else(|| self.not_a_count())
-    }
-
-    async fn run<T>(&self, conn: &Connection, call: crate::scripts::ScriptCall) -> Result<T, Error>
-    where
-        T: redis::FromRedisValue + Send + 'static,
-    {
-        count::run_to_completion(conn, call)
-            .await
-            .map_err(|e| self.error(e))
-    }
-
-    /// Checks the name and returns the connection to use.
-    fn conn(&self) -> Result<&Connection, Error> {
-        let channel = layout::latch_channel(&self.handle.name);
-        count::check_name(&self.handle.client, "latch", &self.handle.name, &channel)?;
-        Ok(self.handle.client.conn())
-    }
-
-    /// `err` about this latch, with a message that names it as one.
-    fn error(&self, err: Error) -> Error {
-        let err = err.with_key(&self.handle.name);
-        if err.is_wrong_type() {
-            let message = format!(
-                "latch key {:?} holds another type of value; expected a string holding the \
-                 count still to go",
-                self.handle.name
-            );
-            return err.reworded(message);
-        }
-        err
-    }
-
-    fn not_a_count(&self) -> Error {
-        Error::not_a_count(
-            &self.handle.name,
-            format!(
-                "latch key {:?} holds a string that is not an integer; expected the count \
-                 still to go",
-                self.handle.name
-            ),
-        )
+        let conn = self.counter.conn()?;
+        let call = scripts::delete(&self.counter.handle.name, conn.publish());
+        let span = tracing::debug_span!("latch", op = "delete", key = %self.counter.handle.name);
+        self.counter.run::<bool>(conn, call).instrument(span).await
     }
 }
 
@@ -428,13 +378,13 @@ impl front::Primitive for CountDownLatch {
     const KIND: &'static str = "latch";
 
     fn handle(&self) -> &Handle {
-        &self.handle
+        &self.counter.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<(), Waiter<'_>>, Error> {
         Ok(Begin::Contend(Waiter {
             latch: self,
-            conn: self.conn()?,
+            conn: self.counter.conn()?,
         }))
     }
 }
@@ -450,19 +400,19 @@ impl Contender for Waiter<'_> {
     type Acquired = ();
 
     fn name(&self) -> &str {
-        &self.latch.handle.name
+        &self.latch.counter.handle.name
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        Error::busy(&self.latch.handle.name, waited).reworded(format!(
+        Error::busy(&self.latch.counter.handle.name, waited).reworded(format!(
             "latch {} is still armed (waited {})",
-            crate::error::quoted(&self.latch.handle.name),
+            crate::error::quoted(&self.latch.counter.handle.name),
             crate::error::human(waited)
         ))
     }
 
     async fn attempt(&mut self) -> Result<Attempt<()>, Error> {
-        if self.latch.read(self.conn).await? > 0 {
+        if self.latch.counter.read(self.conn).await? > 0 {
             Ok(Attempt::Busy(None))
         } else {
             Ok(Attempt::Acquired(()))
@@ -470,7 +420,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        layout::latch_channel(&self.latch.handle.name)
+        layout::latch_channel(&self.latch.counter.handle.name)
     }
 
     fn wakes(&self) -> Wakes {

@@ -17,7 +17,7 @@ use crate::kind::{AcquireOptions, Kind};
 use crate::metrics::{self, Outcome};
 use crate::pubsub::Wakes;
 use crate::scope::Reentry;
-use crate::scripts::admin::key_type;
+use crate::scripts::commands;
 use crate::scripts::lock::Acquired;
 use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
@@ -368,14 +368,10 @@ impl Lock {
             true => ("string", "a lock of the string layout"),
             false => ("hash", "a lock hash"),
         };
-        match conn.query::<String>(&key_type(&self.handle.name)).await {
-            Ok(holds) if holds != own && holds != "none" => err.reworded(wrong_type_message(
-                "lock",
-                &self.handle.name,
-                Some(&holds),
-                expected,
-            )),
-            _ => err,
+        let name = &self.handle.name;
+        match commands::what_key_holds(conn, name, own).await {
+            Some(holds) => err.reworded(wrong_type_message("lock", name, Some(&holds), expected)),
+            None => err,
         }
     }
 

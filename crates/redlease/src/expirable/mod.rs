@@ -13,11 +13,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::count;
-use crate::error::Error;
+use crate::error::{Error, quoted, wrong_type_message};
 use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::name;
 use crate::pubsub::Wakes;
+use crate::scripts::commands;
 use crate::scripts::expirable::{self as scripts, Acquire, Added, Counts, Release};
 use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
@@ -531,7 +532,7 @@ impl ExpirableSemaphore {
                 if err.code().is_some() {
                     pending.disarm();
                 }
-                return Err(self.error(err));
+                return Err(self.error(err).await);
             }
         }
         pending.disarm();
@@ -566,22 +567,36 @@ impl ExpirableSemaphore {
         &self,
         call: &crate::scripts::ScriptCall,
     ) -> Result<T, Error> {
-        call.run::<T>(self.handle.client.conn())
-            .await
-            .map_err(|e| self.error(e))
+        match call.run::<T>(self.handle.client.conn()).await {
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(self.error(e).await),
+        }
     }
 
-    /// A redis-rs error about this semaphore, in its words.
-    fn error(&self, err: redis::RedisError) -> Error {
-        let err = Error::from(err).with_key(&self.handle.name);
-        if err.is_wrong_type() {
-            return err.reworded(format!(
-                "semaphore {:?} holds a value that is not a permit count, or its {:?} key is not a zset",
-                self.handle.name,
-                layout::permits_key(&self.handle.name)
-            ));
+    /// A redis-rs error about this semaphore, in its words: a `WRONGTYPE`
+    /// says what the key holds (one `TYPE`, on this error path only), or
+    /// else that its permits key is the wrong type.
+    async fn error(&self, err: redis::RedisError) -> Error {
+        let name = &self.handle.name;
+        let err = Error::from(err).with_key(name);
+        if !err.is_wrong_type() {
+            return err;
         }
-        err
+        let conn = self.handle.client.conn();
+        let message = match commands::what_key_holds(conn, name, "string").await {
+            Some(holds) => wrong_type_message(
+                "expirable semaphore",
+                name,
+                Some(&holds),
+                "a string holding the number of available permits",
+            ),
+            None => format!(
+                "expirable semaphore {} holds a value that is not a permit count, or its {} key is not a zset",
+                quoted(name),
+                quoted(&layout::permits_key(name))
+            ),
+        };
+        err.reworded(message)
     }
 
     fn check_name(&self) -> Result<(), Error> {

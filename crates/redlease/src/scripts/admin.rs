@@ -183,12 +183,6 @@ pub(crate) fn force_unlock(
     call
 }
 
-/// `TYPE key`: what a key holds, for an error that says it (a lock whose
-/// key holds a string, say).
-pub(crate) fn key_type(key: &str) -> redis::Cmd {
-    redis::cmd("TYPE").arg(key).to_owned()
-}
-
 /// A forced unlock's reply, as the lock state it describes (named by the
 /// caller, who knows the name).
 pub(crate) struct ForceUnlocked(pub(crate) LockState);

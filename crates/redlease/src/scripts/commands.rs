@@ -4,6 +4,8 @@
 
 use redis::{Cmd, Pipeline};
 
+use crate::connection::Connection;
+
 use crate::layout::{
     latch_channel, permits_key, queue_key, semaphore_channel, timeout_key, token_key,
 };
@@ -148,6 +150,22 @@ pub(crate) fn deadlines_and_ttls<'a>(
         pipe.cmd("PTTL").arg(key);
     }
     pipe
+}
+
+/// `TYPE key`: what a key holds, for an error that says it (a lock whose
+/// key holds a string, say).
+pub(crate) fn key_type(key: &str) -> Cmd {
+    redis::cmd("TYPE").arg(key).to_owned()
+}
+
+/// What `key` holds (`TYPE`'s answer), asked after a `WRONGTYPE` about
+/// it: `None` when it holds `own` (the primitive's own type: another of its
+/// keys was the wrong one), is gone by then, or the question failed.
+pub(crate) async fn what_key_holds(conn: &Connection, key: &str, own: &str) -> Option<String> {
+    match conn.query::<String>(&key_type(key)).await {
+        Ok(holds) if holds != own && holds != "none" => Some(holds),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

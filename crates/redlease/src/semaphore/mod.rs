@@ -11,11 +11,12 @@ use tracing::Instrument;
 use crate::cancel;
 use crate::connection::Connection;
 use crate::count;
+use crate::count::Counter;
 use crate::error::Error;
 use crate::front::{self, Begin, Patience};
 use crate::layout;
 use crate::pubsub::Wakes;
-use crate::scripts::semaphore::{self as scripts, Counted, SetIfMissing, Taken};
+use crate::scripts::semaphore::{self as scripts, Counted, Taken};
 use crate::shared::Handle;
 use crate::wait::{Attempt, Contender};
 
@@ -77,13 +78,15 @@ pub use permit::SemaphorePermit;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Semaphore {
-    handle: Handle,
+    counter: Counter,
 }
 
 impl Semaphore {
     /// The handle [`Client::semaphore`](crate::Client::semaphore) makes.
     pub(crate) fn new(handle: Handle) -> Semaphore {
-        Semaphore { handle }
+        Semaphore {
+            counter: Counter::new(handle, &count::SEMAPHORE),
+        }
     }
 
     /// The semaphore's name, which is also its Redis key.
@@ -101,7 +104,7 @@ impl Semaphore {
     /// # }
     /// ```
     pub fn name(&self) -> &str {
-        &self.handle.name
+        &self.counter.handle.name
     }
 
     /// Sets the number of available permits to `permits` if the semaphore
@@ -140,17 +143,12 @@ impl Semaphore {
     /// ```
     pub async fn try_set_available(&self, permits: u64) -> Result<bool, Error> {
         let permits = count::check_permits_u64("permits", permits, 0)?;
-        let conn = self.conn()?;
-        let call = scripts::try_set_permits(&self.handle.name, permits, conn.publish());
-        let set = self
-            .run::<SetIfMissing>(conn, call)
+        let conn = self.counter.conn()?;
+        let call = scripts::try_set_permits(&self.counter.handle.name, permits, conn.publish());
+        self.counter
+            .try_set(conn, call)
             .instrument(self.span("try_set_available", permits))
-            .await?;
-        match set {
-            SetIfMissing::Set => Ok(true),
-            SetIfMissing::Present => Ok(false),
-            SetIfMissing::NotACount => Err(self.not_a_count()),
-        }
+            .await
     }
 
     /// Sets the number of available permits to `permits`, whatever it was,
@@ -188,8 +186,8 @@ impl Semaphore {
     /// ```
     pub async fn set_available(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_permits_u64("permits", permits, 0)?;
-        let conn = self.conn()?;
-        let call = scripts::set_permits(&self.handle.name, permits, conn.publish());
+        let conn = self.counter.conn()?;
+        let call = scripts::set_permits(&self.counter.handle.name, permits, conn.publish());
         self.changed(conn, call)
             .instrument(self.span("set_available", permits))
             .await
@@ -228,10 +226,9 @@ impl Semaphore {
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
         count::check_permits("the change of permits", delta, -(crate::MAX_PERMITS as i64))?;
-        let conn = self.conn()?;
-        let call = scripts::add_permits(&self.handle.name, delta, conn.publish());
-        let span =
-            tracing::debug_span!("semaphore", op = "add_permits", key = %self.handle.name, delta);
+        let conn = self.counter.conn()?;
+        let call = scripts::add_permits(&self.counter.handle.name, delta, conn.publish());
+        let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.counter.handle.name, delta);
         self.changed(conn, call).instrument(span).await
     }
 
@@ -268,11 +265,8 @@ impl Semaphore {
     /// # }
     /// ```
     pub async fn available_permits(&self) -> Result<i64, Error> {
-        let conn = self.conn()?;
-        count::get(conn, &self.handle.name)
-            .await
-            .map_err(|e| self.error(e.into()))?
-            .ok_or_else(|| self.not_a_count())
+        let conn = self.counter.conn()?;
+        self.counter.read(conn).await
     }
 
     /// Makes one attempt to take `permits` permits, held by the
@@ -452,8 +446,8 @@ impl Semaphore {
     /// ```
     pub async fn release(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_permits_u64("permits", permits, 1)?;
-        let conn = self.conn()?;
-        let call = scripts::release(&self.handle.name, permits, conn.publish());
+        let conn = self.counter.conn()?;
+        let call = scripts::release(&self.counter.handle.name, permits, conn.publish());
         self.changed(conn, call)
             .instrument(self.span("release", permits))
             .await
@@ -473,25 +467,28 @@ impl Semaphore {
     /// Runs the acquire script once, in a task of its own so that a
     /// success nobody receives is given back.
     async fn attempt(&self, conn: &Connection, permits: u64) -> Result<Attempt<()>, Error> {
-        let call = scripts::acquire(&self.handle.name, permits);
+        let call = scripts::acquire(&self.counter.handle.name, permits);
         let give_back = GiveBack {
             conn: conn.clone(),
-            name: self.handle.name.clone(),
+            name: self.counter.handle.name.clone(),
             permits,
         };
         let took = |taken: &Taken| matches!(taken, Taken::Acquired(_));
-        let taken = cancel::run_or_undo(conn, call, took, move || give_back.run())
+        let taken = match cancel::run_or_undo(conn, call, took, move || give_back.run())
             .await
             .ok_or_else(count::runtime_stopped)?
-            .map_err(|e| self.error(e.into()))?;
-        tracing::debug!(key = %self.handle.name, permits, ?taken, "semaphore acquire attempt");
+        {
+            Ok(taken) => taken,
+            Err(e) => return Err(self.counter.error(conn, e.into()).await),
+        };
+        tracing::debug!(key = %self.counter.handle.name, permits, ?taken, "semaphore acquire attempt");
         match taken {
             Taken::Acquired(_) => Ok(Attempt::Acquired(())),
             // Some free, but not enough for this request: a smaller one
             // may get them, so a wake-up that led here is passed on.
             Taken::Available(available) if available > 0 => Ok(Attempt::Short(None)),
             Taken::Available(_) => Ok(Attempt::Busy(None)),
-            Taken::NotACount => Err(self.not_a_count()),
+            Taken::NotACount => Err(self.counter.not_a_count()),
         }
     }
 
@@ -501,64 +498,18 @@ impl Semaphore {
         conn: &Connection,
         call: crate::scripts::ScriptCall,
     ) -> Result<(), Error> {
-        match self.run::<Counted>(conn, call).await? {
+        match self.counter.run::<Counted>(conn, call).await? {
             Counted(Some(available)) => {
-                tracing::debug!(key = %self.handle.name, available, "semaphore count changed");
+                tracing::debug!(key = %self.counter.handle.name, available, "semaphore count changed");
                 Ok(())
             }
-            Counted(None) => Err(self.not_a_count()),
+            Counted(None) => Err(self.counter.not_a_count()),
         }
-    }
-
-    async fn run<T>(&self, conn: &Connection, call: crate::scripts::ScriptCall) -> Result<T, Error>
-    where
-        T: redis::FromRedisValue + Send + 'static,
-    {
-        count::run_to_completion(conn, call)
-            .await
-            .map_err(|e| self.error(e))
-    }
-
-    /// Checks the name and returns the connection to use.
-    fn conn(&self) -> Result<&Connection, Error> {
-        let channel = layout::semaphore_channel(&self.handle.name);
-        count::check_name(
-            &self.handle.client,
-            "semaphore",
-            &self.handle.name,
-            &channel,
-        )?;
-        Ok(self.handle.client.conn())
     }
 
     /// The span of operation `op` on `permits` permits.
     fn span(&self, op: &'static str, permits: u64) -> tracing::Span {
-        tracing::debug_span!("semaphore", op, key = %self.handle.name, permits)
-    }
-
-    /// `err` about this semaphore, with a message that names it as one.
-    fn error(&self, err: Error) -> Error {
-        let err = err.with_key(&self.handle.name);
-        if err.is_wrong_type() {
-            let message = format!(
-                "semaphore key {:?} holds another type of value; expected a string holding \
-                 the number of available permits",
-                self.handle.name
-            );
-            return err.reworded(message);
-        }
-        err
-    }
-
-    fn not_a_count(&self) -> Error {
-        Error::not_a_count(
-            &self.handle.name,
-            format!(
-                "semaphore key {:?} holds a string that is not an integer; expected the number \
-                 of available permits",
-                self.handle.name
-            ),
-        )
+        tracing::debug_span!("semaphore", op, key = %self.counter.handle.name, permits)
     }
 }
 
@@ -575,14 +526,14 @@ impl front::Primitive for Request {
     const KIND: &'static str = "semaphore";
 
     fn handle(&self) -> &Handle {
-        &self.semaphore.handle
+        &self.semaphore.counter.handle
     }
 
     async fn begin(&self, _: Patience) -> Result<Begin<SemaphorePermit, Waiter<'_>>, Error> {
         let permits = count::check_permits_u64("permits", self.permits, 1)?;
         Ok(Begin::Contend(Waiter {
             semaphore: &self.semaphore,
-            conn: self.semaphore.conn()?,
+            conn: self.semaphore.counter.conn()?,
             permits,
         }))
     }
@@ -599,11 +550,11 @@ impl Contender for Waiter<'_> {
     type Acquired = SemaphorePermit;
 
     fn name(&self) -> &str {
-        &self.semaphore.handle.name
+        &self.semaphore.counter.handle.name
     }
 
     fn busy(&self, waited: Duration) -> Error {
-        count::too_few_permits(&self.semaphore.handle.name, waited)
+        count::too_few_permits(&self.semaphore.counter.handle.name, waited)
     }
 
     async fn attempt(&mut self) -> Result<Attempt<SemaphorePermit>, Error> {
@@ -612,7 +563,7 @@ impl Contender for Waiter<'_> {
     }
 
     fn channel(&self) -> String {
-        layout::semaphore_channel(&self.semaphore.handle.name)
+        layout::semaphore_channel(&self.semaphore.counter.handle.name)
     }
 
     fn wakes(&self) -> Wakes {
@@ -643,8 +594,8 @@ struct GiveBack {
 impl GiveBack {
     fn of(semaphore: &Semaphore, permits: u64) -> GiveBack {
         GiveBack {
-            conn: semaphore.handle.client.conn().clone(),
-            name: semaphore.handle.name.clone(),
+            conn: semaphore.counter.handle.client.conn().clone(),
+            name: semaphore.counter.handle.name.clone(),
             permits,
         }
     }
