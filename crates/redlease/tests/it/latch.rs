@@ -283,8 +283,9 @@ async fn bad_input_gives_typed_errors() {
         assert!(e.is_wrong_type(), "{e}");
         // What the key holds, read when the error came (#27).
         assert!(
-            e.to_string()
-                .starts_with(&format!("latch key {name:?} holds a hash, not a string holding the count still to go")),
+            e.to_string().starts_with(&format!(
+                "latch key {name:?} holds a hash, not a string holding the count still to go"
+            )),
             "{e}"
         );
     }
