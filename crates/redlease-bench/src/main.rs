@@ -136,8 +136,10 @@ async fn main() -> ExitCode {
             seconds,
             locks,
             masters,
+            watchdog_ms,
         } => {
-            scale::worker(&url, seconds, locks, &masters).await;
+            let watchdog = std::time::Duration::from_millis(watchdog_ms);
+            scale::worker(&url, seconds, locks, &masters, watchdog).await;
             return ExitCode::SUCCESS;
         }
     };

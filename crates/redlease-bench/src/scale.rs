@@ -209,10 +209,16 @@ impl Report {
     }
 }
 
-/// The worker process: `scale-worker URL SECONDS LOCKS [MASTER...]`, where
-/// the masters are `redis://` URLs of the servers to read statistics from
-/// (URL itself when none are given).
-pub(crate) async fn worker(url: &str, seconds: u64, n: usize, masters: &[String]) {
+/// The worker process: `scale-worker URL SECONDS LOCKS [MASTER...]
+/// [--watchdog-ms MS]`, where the masters are `redis://` URLs of the
+/// servers to read statistics from (URL itself when none are given).
+pub(crate) async fn worker(
+    url: &str,
+    seconds: u64,
+    n: usize,
+    masters: &[String],
+    watchdog: Duration,
+) {
     let hold = Duration::from_secs(seconds);
     let master_urls = if masters.is_empty() {
         vec![url.to_owned()]
@@ -227,7 +233,11 @@ pub(crate) async fn worker(url: &str, seconds: u64, n: usize, masters: &[String]
             .expect("connect");
         probe::load_scripts(&mut conn);
     }
-    let client = redlease::Client::connect(url).await.expect("connect");
+    let client = redlease::Client::builder(url)
+        .watchdog_timeout(watchdog)
+        .build()
+        .await
+        .expect("connect");
     probe::warm_up(&client, "bench:scale:warmup").await;
     probe::cpu_time(); // asks getconf once, before anything is measured
     let mut r = Report::default();
