@@ -1,6 +1,7 @@
 //! The watchdog: one task per client renews every watchdog-mode lock it holds.
 //!
-//! Every `timeout / 3` the task renews all registered locks in batches of
+//! Every `timeout / 3` (from the start of the last round) the task renews
+//! all registered locks, the oldest renewals first, in batches of
 //! up to [`BATCH`] keys per call of the renewal script
 //! ([`scripts::lock::renew`]), which checks the owner field and
 //! re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls pipelined on
@@ -49,7 +50,7 @@ use crate::metrics;
 
 mod round;
 
-use round::renew_all;
+use round::{Select, renew};
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
@@ -238,6 +239,14 @@ type Round = Pin<Box<dyn Future<Output = bool> + Send>>;
 
 async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<()>) {
     let period = shared.timeout / 3;
+    // Rounds start a period apart, counted from the start of the last one
+    // (#28). Counted from its end, as they were, a round that runs long (a
+    // million locks, or renewals queued behind a burst of acquires) delayed
+    // a lock registered during it by its own length twice over (the rest of
+    // this round, the wait, and its place in the next), and locks were lost
+    // once a round took more than a third of the timeout; now a round may
+    // take almost the whole timeout. A round that takes longer than a
+    // period is followed at once.
     let mut next_round = Instant::now() + period;
     // Under Sentinel: a switch of master renews at once, so that a lock
     // that did not reach the promoted replica is reported lost now, not at
@@ -247,7 +256,8 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
     loop {
         let now = Instant::now();
         if round.is_none() && now >= next_round {
-            round = Some(Box::pin(renew_all(shared.clone(), conn.clone())));
+            round = Some(Box::pin(renew(shared.clone(), conn.clone(), Select::All)));
+            next_round = now + period;
         }
         let in_flight = round.is_some();
         let wake = shared.expire_and_plan(now, |earliest| match (in_flight, earliest) {
@@ -261,7 +271,9 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
             _ = &mut stop => return,
             ok = async { round.as_mut().expect("guarded by the branch condition").await }, if round.is_some() => {
                 round = None;
-                next_round = Instant::now() + if ok { period } else { retry_interval(period) };
+                if !ok {
+                    next_round = Instant::now() + retry_interval(period);
+                }
             }
             _ = sleep_until(wake) => {}
             _ = shared.registered.notified() => {}
@@ -373,5 +385,39 @@ mod tests {
             at >= Duration::from_millis(300) && at < Duration::from_millis(310),
             "lost at {at:?}"
         );
+    }
+
+    /// A round renews the oldest renewals first, so that a round that
+    /// runs long reaches them before their deadlines (#28).
+    #[tokio::test(start_paused = true)]
+    async fn a_round_renews_the_oldest_renewals_first() {
+        let conn = Connection::lazy("redis://127.0.0.1:1", TIMEOUTS);
+        let (_stop_tx, stop_rx) = oneshot::channel();
+        let dog = Watchdog::start(conn, Duration::from_secs(30), stop_rx);
+        let now = Instant::now();
+        // Lock i was acquired i × 100 ms ago; registered in an order that
+        // is not the deadlines' (ids follow registration).
+        let mut age_of = std::collections::HashMap::new();
+        for i in (0..250u64).map(|i| (i * 97) % 250) {
+            let sent_at = now - Duration::from_millis(i * 100);
+            let id = dog.register(
+                format!("k{i}").into(),
+                "f".into(),
+                false,
+                "".into(),
+                sent_at,
+                LostSignal::new(),
+            );
+            age_of.insert(id, i);
+        }
+        let batches = dog.shared.batches(Select::All, None);
+        let ages: Vec<Vec<u64>> = batches
+            .iter()
+            .map(|b| b.ids.iter().map(|id| age_of[id]).collect())
+            .collect();
+        assert_eq!(ages.len(), 3, "{ages:?}");
+        assert_eq!(ages[0], (150..250).rev().collect::<Vec<_>>());
+        assert_eq!(ages[1], (50..150).rev().collect::<Vec<_>>());
+        assert_eq!(ages[2], (0..50).rev().collect::<Vec<_>>());
     }
 }

@@ -19,8 +19,8 @@ use crate::scripts;
 use crate::scripts::lock::{Renewal, Renewed};
 
 /// The locks of one renewal call.
-struct Batch {
-    ids: Vec<u64>,
+pub(super) struct Batch {
+    pub(super) ids: Vec<u64>,
     /// Locks of several slots of one cluster master, for
     /// [`scripts::lock::renew_on_node`]; else of one slot (or of the one
     /// node), for [`scripts::lock::renew`].
@@ -41,12 +41,24 @@ enum Group {
     Reads(Option<SlotId>),
 }
 
+/// Which registered locks a round renews.
+#[derive(Clone, Copy)]
+pub(super) enum Select<'a> {
+    /// Every one.
+    All,
+    /// These (renewed again where their slot is served).
+    Only(&'a [u64]),
+}
+
 impl Shared {
-    /// The registered locks (those of `only`, when given) in batches of up
-    /// to [`BATCH`]: by the master that serves their slot where `nodes`
-    /// says, else by slot on a cluster, else all together.
-    fn batches(&self, only: Option<&[u64]>, nodes: Option<&SlotNodes>) -> Vec<Batch> {
-        let mut groups: HashMap<Group, Vec<u64>> = HashMap::new();
+    /// The locks `select` picks, in batches of up to [`BATCH`]: by the
+    /// master that serves their slot where `nodes` says, else by slot on a
+    /// cluster, else all together; each batch of the locks nearest their
+    /// deadlines, and the batches most urgent first, so that a round that
+    /// runs long reaches the oldest renewals first (#28), and a lock
+    /// acquired during a round comes early in the next.
+    pub(super) fn batches(&self, select: Select<'_>, nodes: Option<&SlotNodes>) -> Vec<Batch> {
+        let mut groups: HashMap<Group, Vec<(Instant, u64)>> = HashMap::new();
         let mut add = |id: u64, entry: &Entry| {
             let node = nodes.zip(entry.slot).and_then(|(n, slot)| n.node_of(slot));
             let group = if entry.read {
@@ -54,18 +66,18 @@ impl Shared {
             } else {
                 node.map_or(Group::Slot(entry.slot), Group::Node)
             };
-            groups.entry(group).or_default().push(id);
+            groups.entry(group).or_default().push((entry.deadline, id));
         };
         let state = self.lock();
-        match only {
-            Some(ids) => {
+        match select {
+            Select::Only(ids) => {
                 for id in ids {
                     if let Some(entry) = state.entries.get(id) {
                         add(*id, entry);
                     }
                 }
             }
-            None => {
+            Select::All => {
                 for (id, entry) in &state.entries {
                     add(*id, entry);
                 }
@@ -73,22 +85,27 @@ impl Shared {
         }
         drop(state);
         let mut batches = Vec::new();
-        for (group, ids) in groups {
-            for chunk in ids.chunks(BATCH) {
-                batches.push(Batch {
-                    ids: chunk.to_vec(),
-                    on_node: matches!(group, Group::Node(_)),
-                    reads: matches!(group, Group::Reads(_)),
-                });
+        for (group, mut locks) in groups {
+            locks.sort_unstable();
+            for chunk in locks.chunks(BATCH) {
+                batches.push((
+                    chunk[0].0,
+                    Batch {
+                        ids: chunk.iter().map(|(_, id)| *id).collect(),
+                        on_node: matches!(group, Group::Node(_)),
+                        reads: matches!(group, Group::Reads(_)),
+                    },
+                ));
             }
         }
-        batches
+        batches.sort_unstable_by_key(|(first, _)| *first);
+        batches.into_iter().map(|(_, batch)| batch).collect()
     }
 }
 
-/// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
-/// returns false if any batch failed.
-pub(super) async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
+/// Renews the registered locks `select` picks once, [`IN_FLIGHT`]
+/// batches at a time; returns false if any batch failed.
+pub(super) async fn renew(shared: Arc<Shared>, conn: Connection, select: Select<'static>) -> bool {
     // Asked every round, so that a round follows the last failover or
     // migration; one call, against hundreds saved on a cluster.
     let nodes = if shared.per_node.load(Ordering::Relaxed) {
@@ -99,10 +116,10 @@ pub(super) async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
     } else {
         None
     };
-    let batches = shared.batches(None, nodes.as_ref());
+    let batches = shared.batches(select, nodes.as_ref());
     let (mut all_ok, elsewhere) = renew_batches(&shared, &conn, batches).await;
     if !elsewhere.is_empty() {
-        let batches = shared.batches(Some(&elsewhere), None);
+        let batches = shared.batches(Select::Only(&elsewhere), None);
         all_ok &= renew_batches(&shared, &conn, batches).await.0;
     }
     all_ok
