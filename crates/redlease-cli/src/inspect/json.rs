@@ -110,6 +110,7 @@ fn lock(state: &LockState) -> LockJson<'_> {
             StateKind::Lock => "lock",
             StateKind::ReadWriteLock => "rwlock",
             StateKind::QueueOnly => "queue_only",
+            StateKind::Free => "free",
             StateKind::Semaphore => "semaphore",
             StateKind::ExpirableSemaphore => "expirable_semaphore",
             StateKind::CountDownLatch => "count_down_latch",

@@ -105,6 +105,7 @@ fn row(s: &LockState) -> [String; 7] {
         (StateKind::ReadWriteLock, Some(mode)) => format!("rwlock:{mode}"),
         (StateKind::ReadWriteLock, None) => "rwlock".to_owned(),
         (StateKind::QueueOnly, _) => "queue-only".to_owned(),
+        (StateKind::Free, _) => "free".to_owned(),
         (StateKind::Semaphore, _) => "semaphore".to_owned(),
         (StateKind::ExpirableSemaphore, _) => "expirable-semaphore".to_owned(),
         (StateKind::CountDownLatch, _) => "latch".to_owned(),

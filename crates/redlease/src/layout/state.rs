@@ -356,6 +356,9 @@ pub enum StateKind {
     StringLock,
     /// No lock key, but a fair queue under its name.
     QueueOnly,
+    /// Nothing under the name: no key, no fair queue, no permits (a lock
+    /// that is free, or a name never used).
+    Free,
     /// A key that is no lock hash.
     NotALock,
 }
@@ -446,7 +449,7 @@ impl LockState {
     /// let state = LockState::absent("orders:1");
     /// assert_eq!((state.key_type.as_str(), state.pttl_ms), ("none", -2));
     /// assert!(state.is_empty());
-    /// assert_eq!(state.kind(), StateKind::QueueOnly);
+    /// assert_eq!(state.kind(), StateKind::Free);
     /// ```
     pub fn absent(name: impl Into<String>) -> LockState {
         LockState {
@@ -551,6 +554,7 @@ impl LockState {
     pub fn kind(&self) -> StateKind {
         match self.key_type.as_str() {
             "none" if self.permits_len > 0 => StateKind::ExpirableSemaphore,
+            "none" if self.queue_len == 0 && self.waiters.is_empty() => StateKind::Free,
             "none" => StateKind::QueueOnly,
             "string" if self.value.as_deref().is_some_and(is_count) => {
                 let listeners = self.listeners.unwrap_or_default();
@@ -762,6 +766,7 @@ impl LockState {
             }
             // A semaphore or latch has no owner and, by design, no ttl.
             StateKind::QueueOnly
+            | StateKind::Free
             | StateKind::Semaphore
             | StateKind::ExpirableSemaphore
             | StateKind::CountDownLatch

@@ -172,3 +172,23 @@ async fn issue_27_wrong_type_says_what_the_key_holds() {
     );
     guard.unlock().await.unwrap();
 }
+
+/// A name with nothing under it (a lock released, or never taken) reads as
+/// free, in both layouts, where it read as a fair queue with no lock key
+/// (`QueueOnly`), which a newcomer took for a stuck queue (#27).
+#[tokio::test]
+async fn issue_27_a_released_lock_reads_as_free() {
+    let redisson = Client::connect(&RedisServer::shared().url()).await.unwrap();
+    for client in [redisson, string_client().await] {
+        let name = unique("free");
+        let guard = client.lock(&name).try_lock().await.unwrap();
+        guard.unlock().await.unwrap();
+        let states = admin::read(&client, std::slice::from_ref(&name))
+            .await
+            .unwrap();
+        assert_eq!(states[0].kind(), StateKind::Free, "{:?}", states[0]);
+        assert!(states[0].is_empty());
+        let state = admin::lock_state(&client, &name).await.unwrap();
+        assert_eq!(state.kind(), StateKind::Free, "{state:?}");
+    }
+}
