@@ -50,7 +50,7 @@ use crate::metrics;
 
 mod round;
 
-use round::{Select, renew};
+use round::renew_all;
 
 /// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
@@ -256,7 +256,7 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
     loop {
         let now = Instant::now();
         if round.is_none() && now >= next_round {
-            round = Some(Box::pin(renew(shared.clone(), conn.clone(), Select::All)));
+            round = Some(Box::pin(renew_all(shared.clone(), conn.clone())));
             next_round = now + period;
         }
         let in_flight = round.is_some();
@@ -289,6 +289,7 @@ async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<
 
 #[cfg(test)]
 mod tests {
+    use super::round::Select;
     use super::*;
     use crate::connection::Timeouts;
 

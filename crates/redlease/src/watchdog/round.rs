@@ -103,9 +103,9 @@ impl Shared {
     }
 }
 
-/// Renews the registered locks `select` picks once, [`IN_FLIGHT`]
-/// batches at a time; returns false if any batch failed.
-pub(super) async fn renew(shared: Arc<Shared>, conn: Connection, select: Select<'static>) -> bool {
+/// Renews every registered lock once, [`IN_FLIGHT`] batches at a time;
+/// returns false if any batch failed.
+pub(super) async fn renew_all(shared: Arc<Shared>, conn: Connection) -> bool {
     // Asked every round, so that a round follows the last failover or
     // migration; one call, against hundreds saved on a cluster.
     let nodes = if shared.per_node.load(Ordering::Relaxed) {
@@ -116,7 +116,7 @@ pub(super) async fn renew(shared: Arc<Shared>, conn: Connection, select: Select<
     } else {
         None
     };
-    let batches = shared.batches(select, nodes.as_ref());
+    let batches = shared.batches(Select::All, nodes.as_ref());
     let (mut all_ok, elsewhere) = renew_batches(&shared, &conn, batches).await;
     if !elsewhere.is_empty() {
         let batches = shared.batches(Select::Only(&elsewhere), None);
