@@ -21,6 +21,7 @@ use crate::name;
 use crate::pubsub::Subscriptions;
 use crate::replicas::Replicas;
 use crate::rwlock::ReadWriteLock;
+use crate::scripts::Fencing;
 use crate::semaphore::Semaphore;
 use crate::shared::{Handle, Inner, Shared};
 use crate::watchdog::Watchdog;
@@ -173,6 +174,7 @@ impl Client {
             connection_timeout: Duration::from_secs(1),
             layout: Layout::default(),
             fencing_counter_ttl: DEFAULT_FENCING_COUNTER_TTL,
+            fencing: true,
             redisson_fenced_interop: false,
             redisson_fair_wait: Duration::from_millis(crate::scripts::fair::REDISSON_FAIR_WAIT_MS),
             replicas: None,
@@ -501,6 +503,8 @@ pub struct ClientBuilder {
     connection_timeout: Duration,
     layout: Layout,
     fencing_counter_ttl: Duration,
+    /// Issue fencing tokens; see `fencing`.
+    fencing: bool,
     /// Keep fencing counters for ever; see `redisson_fenced_interop`.
     redisson_fenced_interop: bool,
     /// Redisson's `fairLockWaitTimeout`; see `redisson_fair_wait`.
@@ -638,6 +642,51 @@ impl ClientBuilder {
     /// ```
     pub fn layout(mut self, layout: Layout) -> ClientBuilder {
         self.layout = layout;
+        self
+    }
+
+    /// Whether acquires issue fencing tokens (default on).
+    ///
+    /// Each token is an `INCR` of a counter per lock name
+    /// (`redisson_lock_token:{name}`), which stays in Redis for
+    /// [`fencing_counter_ttl`](ClientBuilder::fencing_counter_ttl) after its
+    /// start: about a hundred bytes per name. A service that locks millions
+    /// of distinct names a day (one per order, per invoice) and never reads
+    /// a token pays for both; turned off, an acquire writes no counter
+    /// (in the string layout it is then one `SET NX PX`, with no
+    /// transaction around it) and [`fencing_token`](crate::Guard::fencing_token)
+    /// answers `None` on every guard of this client.
+    ///
+    /// What is lost: the token is the only thing that stops a holder that
+    /// paused past its lease (a long GC or swap, a stopped process) from
+    /// writing after the next holder started, when the resource checks it
+    /// (see [`LockGuard::fencing_token`](crate::LockGuard::fencing_token)).
+    /// Turn it off only where nothing reads tokens, or where the work is
+    /// safe to do twice. Other clients' tokens for the same names are
+    /// unaffected: their counters keep counting. Cannot be combined with
+    /// [`redisson_fenced_interop`](ClientBuilder::redisson_fenced_interop),
+    /// which exists to share the counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::builder(&url).fencing(false).build().await?;
+    /// let guard = client.lock("doc:builder:fencing-off").try_lock().await?;
+    /// assert_eq!(guard.fencing_token(), None);
+    /// guard.unlock().await?;
+    ///
+    /// let both = redlease::Client::builder(&url)
+    ///     .fencing(false)
+    ///     .redisson_fenced_interop(true);
+    /// assert!(both.build().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fencing(mut self, on: bool) -> ClientBuilder {
+        self.fencing = on;
         self
     }
 
@@ -1094,7 +1143,7 @@ impl ClientBuilder {
     /// # }
     /// ```
     pub async fn build(self) -> Result<Client, Error> {
-        let fencing_ttl_ms = self.validate()?;
+        let fencing = self.validate()?;
         let redisson_fair_wait_ms =
             name::lease_millis("redisson fair wait", self.redisson_fair_wait)?;
         let target = connection::url::parse(&self.url, &self.tls, &self.sentinel_auth)?;
@@ -1123,7 +1172,7 @@ impl ClientBuilder {
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
                 layout: self.layout,
-                fencing_ttl_ms,
+                fencing,
                 redisson_fair_wait_ms,
                 replicas,
                 watchdog,
@@ -1133,9 +1182,9 @@ impl ClientBuilder {
         })
     }
 
-    /// Checks the options before anything is sent; returns the fencing
-    /// counter's time to live in milliseconds.
-    fn validate(&self) -> Result<u64, Error> {
+    /// Checks the options before anything is sent; returns whether
+    /// acquires issue fencing tokens, and their counters' time to live.
+    fn validate(&self) -> Result<Fencing, Error> {
         if self.watchdog_timeout < MIN_WATCHDOG_TIMEOUT {
             return Err(Error::invalid(format!(
                 "watchdog timeout must be at least {MIN_WATCHDOG_TIMEOUT:?}, but found {:?}",
@@ -1143,10 +1192,19 @@ impl ClientBuilder {
             )));
         }
         name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
-        let fencing_ttl_ms = match self.redisson_fenced_interop {
+        let fencing = match (self.fencing, self.redisson_fenced_interop) {
+            (false, true) => {
+                return Err(Error::invalid(
+                    "fencing(false) and redisson_fenced_interop(true) contradict each other: \
+                     the interop keeps the counters that fencing(false) stops writing",
+                ));
+            }
+            (false, false) => Fencing::Off,
             // No expiry: the scripts read 0 as none.
-            true => 0,
-            false => name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?,
+            (true, true) => Fencing::Counter { ttl_ms: 0 },
+            (true, false) => Fencing::Counter {
+                ttl_ms: name::lease_millis("fencing counter ttl", self.fencing_counter_ttl)?,
+            },
         };
         if let Some((count, wait)) = self.replicas {
             if count == 0 {
@@ -1162,6 +1220,6 @@ impl ClientBuilder {
                 return Err(Error::invalid(format!("{what} must not be zero")));
             }
         }
-        Ok(fencing_ttl_ms)
+        Ok(fencing)
     }
 }

@@ -96,9 +96,9 @@ impl LockGuard {
         self.hold.field()
     }
 
-    /// The fencing token of this acquisition (`Some` always today; an
-    /// `Option` so that every guard answers alike, see [`crate::Guard`]):
-    /// strictly greater than every
+    /// The fencing token of this acquisition, or `None` when the client was
+    /// built with [`fencing(false)`](crate::ClientBuilder::fencing): strictly
+    /// greater than every
     /// token issued before it for this lock name, by any redlease client or
     /// Redisson `RFencedLock`.
     ///
@@ -139,7 +139,7 @@ impl LockGuard {
     /// # }
     /// ```
     pub fn fencing_token(&self) -> Option<u64> {
-        Some(self.hold.token())
+        self.hold.token()
     }
 
     /// Releases the lock, checking that it is still ours. Unlocking stops the

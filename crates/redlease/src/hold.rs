@@ -118,7 +118,8 @@ pub(crate) struct Grant {
     pub(crate) mode: LeaseMode,
     /// When the acquire request was sent: the lease started no earlier.
     pub(crate) sent_at: Instant,
-    pub(crate) token: u64,
+    /// `None` when fencing is off.
+    pub(crate) token: Option<u64>,
     /// The lock's metrics label.
     pub(crate) label: SharedString,
 }
@@ -140,8 +141,8 @@ pub(crate) struct Hold {
     registration: Option<Arc<Registration>>,
     /// False once the release reply arrived: Drop has nothing left to do.
     armed: bool,
-    /// Issued by the acquire script.
-    token: u64,
+    /// Issued by the acquire script; `None` when fencing is off.
+    token: Option<u64>,
     /// The lock's metrics label, for a refused unlock.
     label: SharedString,
     /// Whether Drop's release counts a refusal ([`metrics::UNLOCK_NOT_OWNER`]):
@@ -233,7 +234,7 @@ impl Hold {
         &self.field
     }
 
-    pub(crate) fn token(&self) -> u64 {
+    pub(crate) fn token(&self) -> Option<u64> {
         self.token
     }
 
@@ -425,7 +426,7 @@ pub(crate) struct Held {
     pub(crate) mode: LeaseMode,
     pub(crate) lost: LostSignal,
     pub(crate) registration: Arc<Registration>,
-    pub(crate) token: u64,
+    pub(crate) token: Option<u64>,
 }
 
 impl Held {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::connection::Publish;
 use crate::layout;
 use crate::pubsub::Wakes;
-use crate::scripts::{self, Call, ScriptCall};
+use crate::scripts::{self, Call, Fencing, ScriptCall};
 
 /// A lock's protocol. All but `Str` use the same lock hash, so handles of
 /// different kinds on one name exclude each other; a `Str` lock's string
@@ -45,8 +45,8 @@ pub(crate) enum Side {
 pub(crate) struct AcquireOptions {
     /// The lease to set, in milliseconds.
     pub(crate) lease_ms: u64,
-    /// Time to live of the fencing counter, in milliseconds.
-    pub(crate) fencing_ttl_ms: u64,
+    /// Whether a fencing token is issued, and its counter's time to live.
+    pub(crate) fencing: Fencing,
     /// How long a fair waiter stays queued without calling again, in
     /// milliseconds.
     pub(crate) queue_lease_ms: u64,
@@ -75,24 +75,24 @@ impl Kind {
     ) -> Call {
         let AcquireOptions {
             lease_ms,
-            fencing_ttl_ms,
+            fencing,
             queue_lease_ms,
             publish,
         } = options;
         let call = match self {
             Kind::Str => {
-                return scripts::string::acquire(name, lease_ms, field, fencing_ttl_ms).into();
+                return scripts::string::acquire(name, lease_ms, field, fencing).into();
             }
-            Kind::Plain => scripts::lock::acquire(name, lease_ms, field, fencing_ttl_ms),
-            Kind::Read => scripts::rwlock::read_acquire(name, lease_ms, field, fencing_ttl_ms),
-            Kind::Write => scripts::rwlock::write_acquire(name, lease_ms, field, fencing_ttl_ms),
+            Kind::Plain => scripts::lock::acquire_with(name, lease_ms, field, fencing),
+            Kind::Read => scripts::rwlock::read_acquire(name, lease_ms, field, fencing),
+            Kind::Write => scripts::rwlock::write_acquire(name, lease_ms, field, fencing),
             Kind::Fair { redisson_wait_ms } => scripts::fair::acquire(
                 name,
                 lease_ms,
                 field,
                 queue_lease_ms,
                 enqueue,
-                fencing_ttl_ms,
+                fencing,
                 publish,
                 redisson_wait_ms,
             ),

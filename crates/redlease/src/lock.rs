@@ -306,7 +306,7 @@ impl Lock {
             Withdrawal::pending_acquire(conn, self.kind, &self.handle.name, field, lease_ms);
         let options = AcquireOptions {
             lease_ms,
-            fencing_ttl_ms: self.handle.client.fencing_ttl_ms(),
+            fencing: self.handle.client.fencing(),
             queue_lease_ms: self.handle.client.watchdog_timeout().as_millis() as u64,
             publish: conn.publish(),
         };
@@ -378,7 +378,13 @@ impl Lock {
     /// The guard of an acquisition Redis granted to `field` with `token`,
     /// its request sent at `sent_at` (a fixed lease counts from then), held
     /// and renewed from now on, and remembered by the current owner scope.
-    fn granted(&self, field: &Arc<str>, lease_ms: u64, sent_at: Instant, token: u64) -> LockGuard {
+    fn granted(
+        &self,
+        field: &Arc<str>,
+        lease_ms: u64,
+        sent_at: Instant,
+        token: Option<u64>,
+    ) -> LockGuard {
         tracing::debug!(key = %self.handle.name, "lock acquired");
         let grant = Grant {
             field: field.clone(),

@@ -40,7 +40,7 @@ struct Entry {
     lost: LostSignal,
     /// Alive while any guard of the hold is.
     registration: Weak<Registration>,
-    token: u64,
+    token: Option<u64>,
 }
 
 /// Runs `fut` as one lock owner: a lock that `fut` holds and takes again

@@ -18,6 +18,7 @@ use crate::connection::Connection;
 use crate::layout::Layout;
 use crate::pubsub::{Subscription, Subscriptions, Wakes};
 use crate::replicas::Replicas;
+use crate::scripts::Fencing;
 use crate::watchdog::Watchdog;
 
 /// A client's parts, cheap to clone: clones share them.
@@ -39,8 +40,9 @@ pub(crate) struct Inner {
     pub(crate) watchdog_timeout: Duration,
     /// How [`Client::lock`](crate::Client::lock)(crate::Client::lock) keeps its locks.
     pub(crate) layout: Layout,
-    /// Time to live of fencing counters, from their start (from the clock).
-    pub(crate) fencing_ttl_ms: u64,
+    /// Whether acquires issue fencing tokens, and how long their counters
+    /// live from their start (from the clock).
+    pub(crate) fencing: Fencing,
     /// Redisson's wait per place in a fair lock's queue, which fair
     /// waiters' deadlines count in (see `ClientBuilder::redisson_fair_wait`).
     pub(crate) redisson_fair_wait_ms: u64,
@@ -91,9 +93,10 @@ impl Shared {
         self.inner.layout
     }
 
-    /// Time to live of fencing counters, in milliseconds.
-    pub(crate) fn fencing_ttl_ms(&self) -> u64 {
-        self.inner.fencing_ttl_ms
+    /// Whether acquires issue fencing tokens, and how long their counters
+    /// live.
+    pub(crate) fn fencing(&self) -> Fencing {
+        self.inner.fencing
     }
 
     /// Redisson's wait per place in a fair lock's queue, in milliseconds.

@@ -92,7 +92,7 @@ impl Lock {
                 .iter()
                 .map(|(i, _, field)| (&*locks[*i].handle.name, &**field)),
             lease_ms,
-            first.handle.client.fencing_ttl_ms(),
+            first.handle.client.fencing(),
         );
         let sent_at = Instant::now();
         for (i, ..) in &fresh {

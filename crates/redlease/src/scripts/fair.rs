@@ -11,7 +11,7 @@
 use std::sync::LazyLock;
 
 use super::lock::{FENCE, RELEASE_HOLD};
-use super::{Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout;
 
@@ -97,8 +97,8 @@ fn keys(call: ScriptCall, name: &str) -> ScriptCall {
 ///   ARGV\[4\]: the release channel, to which `:<waiter>` is appended;
 ///   ARGV\[5\]: `1` to join the queue when not acquired, `0` for a single
 ///   try that leaves no trace; ARGV\[6\]: the unlock message; ARGV\[7\]:
-///   the fencing counter's time to live in milliseconds (`0`: none, as for
-///   [`acquire`](super::lock::acquire)); ARGV\[8\]: the
+///   the fencing counter's time to live in milliseconds (`0`: none, `-1`:
+///   no token, as for [`acquire`](super::lock::acquire)); ARGV\[8\]: the
 ///   publish command (`publish` or `spublish`); ARGV\[9\]: Redisson's wait
 ///   per place in the queue (its `fairLockWaitTimeout`,
 ///   [`REDISSON_FAIR_WAIT_MS`] by default).
@@ -122,7 +122,7 @@ pub(crate) fn acquire(
     field: &str,
     queue_lease_ms: u64,
     enqueue: bool,
-    fencing_ttl_ms: u64,
+    fencing: Fencing,
     publish: Publish,
     redisson_wait_ms: u64,
 ) -> ScriptCall {
@@ -133,7 +133,7 @@ pub(crate) fn acquire(
         .arg(layout::channel(name))
         .arg(u8::from(enqueue))
         .arg(UNLOCK_MESSAGE)
-        .arg(fencing_ttl_ms)
+        .arg(fencing.arg())
         .arg(publish.command())
         .arg(redisson_wait_ms)
 }
@@ -239,7 +239,7 @@ mod tests {
             "u:1",
             9_000,
             true,
-            5,
+            Fencing::Counter { ttl_ms: 5 },
             Publish::Sharded,
             REDISSON_FAIR_WAIT_MS,
         ));
@@ -264,11 +264,12 @@ mod tests {
             "u:1",
             9_000,
             false,
-            5,
+            Fencing::Off,
             Publish::Plain,
             60_000,
         ));
         assert_eq!(args[4], "0");
+        assert_eq!(args[6], "-1");
         assert_eq!(args[8], "60000");
     }
 

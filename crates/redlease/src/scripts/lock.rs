@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{Lua, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout;
 
 /// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
-/// fencing token for a lock and returns it.
+/// fencing token for a lock and returns it; with `ttl_ms` below zero
+/// (fencing off, [`Fencing::Off`](super::Fencing::Off)) it returns `0` and
+/// touches no key (#28: a service that never reads a token should not pay
+/// an `INCR` and a key per name).
 ///
 /// The common case is one `INCR` of the counter (#17: the clock-based
 /// version read `TIME`, `GET` and wrote `SET ... PX` on every acquire, a
@@ -43,6 +46,9 @@ use crate::layout;
 /// lock untouched.
 pub(super) const FENCE: &str = r"
 local function fence(counter, ttl)
+    if tonumber(ttl) < 0 then
+        return 0
+    end
     local token = redis.pcall('incr', counter)
     if type(token) == 'table' then
         -- Only a value that is no integer is ours to name; WRONGTYPE,
@@ -90,10 +96,11 @@ return {0, redis.call('pttl', KEYS[1])}
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field;
 ///   ARGV\[3\]: the counter's time to live in milliseconds, `0` for none
 ///   (the counter is then kept for ever, and a time to live it had is
-///   removed).
+///   removed), `-1` for no token at all (fencing off: the counter is not
+///   touched).
 /// * Returns `{1, token}` when acquired (the field's count went up by one,
 ///   the key's expiry is now the lease, and `token` is the new fencing
-///   token), otherwise `{0, pttl}` with the key's `PTTL` in milliseconds
+///   token, or `0` with fencing off), otherwise `{0, pttl}` with the key's `PTTL` in milliseconds
 ///   (`-1` if someone removed the expiry).
 /// * Raises `WRONGTYPE` when the lock key holds something other than a hash
 ///   or the counter something other than a string, and an error when the
@@ -111,20 +118,28 @@ return {0, redis.call('pttl', KEYS[1])}
 /// assert_eq!(call.args()[..], [b"30000".to_vec(), b"2b1c7f9e:1".to_vec(), b"0".to_vec()]);
 /// ```
 pub fn acquire(name: &str, lease_ms: u64, field: &str, fencing_ttl_ms: u64) -> ScriptCall {
+    let fencing = Fencing::Counter {
+        ttl_ms: fencing_ttl_ms,
+    };
+    acquire_with(name, lease_ms, field, fencing)
+}
+
+/// [`acquire`], with fencing on or off.
+pub(crate) fn acquire_with(name: &str, lease_ms: u64, field: &str, fencing: Fencing) -> ScriptCall {
     ScriptCall::new(&ACQUIRE)
         .key(name)
         .key(layout::token_key(name))
         .arg(lease_ms)
         .arg(field)
-        .arg(fencing_ttl_ms)
+        .arg(fencing.arg())
 }
 
 /// What an acquire script answered; the reply of [`acquire`] and of the
 /// fair lock's acquire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Acquired {
-    /// Acquired, with this fencing token.
-    Granted(u64),
+    /// Acquired, with this fencing token (`None`: fencing is off).
+    Granted(Option<u64>),
     /// Held by someone else, with this much time to live (`None`: the key
     /// has no expiry, or is free but it is another fair waiter's turn).
     Busy(Option<Duration>),
@@ -134,8 +149,7 @@ impl FromRedisValue for Acquired {
     fn from_redis_value(v: Value) -> Result<Acquired, ParsingError> {
         let (flag, n): (i64, i64) = FromRedisValue::from_redis_value(v)?;
         Ok(match flag {
-            // fence() never issues less than 10^15.
-            1 => Acquired::Granted(n.max(0) as u64),
+            1 => Acquired::Granted(super::token(n)),
             _ => Acquired::Busy(u64::try_from(n).ok().map(Duration::from_millis)),
         })
     }
@@ -444,7 +458,9 @@ mod tests {
     #[test]
     fn acquired_reads_grant_and_busy() {
         let decode = |a, b| Acquired::from_redis_value(Value::Array(vec![int(a), int(b)]));
-        assert_eq!(decode(1, 42), Ok(Acquired::Granted(42)));
+        assert_eq!(decode(1, 42), Ok(Acquired::Granted(Some(42))));
+        // Fencing off: the script answers the token 0.
+        assert_eq!(decode(1, 0), Ok(Acquired::Granted(None)));
         assert_eq!(
             decode(0, 1500),
             Ok(Acquired::Busy(Some(Duration::from_millis(1500))))

@@ -54,6 +54,36 @@ pub use lock::{acquire, release};
 /// (`LockPubSub.UNLOCK_MESSAGE`).
 pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 
+/// Whether an acquire issues a fencing token (#28), as the acquire scripts
+/// take it in their fencing argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fencing {
+    /// No token, and the counter is neither written nor read: the argument
+    /// is `-1`, and the script answers the token `0`, which
+    /// [`FENCE`](lock::FENCE) never issues.
+    Off,
+    /// A token from the name's counter, whose time to live is `ttl_ms`
+    /// milliseconds (`0`: none, kept for ever).
+    Counter { ttl_ms: u64 },
+}
+
+impl Fencing {
+    /// The scripts' fencing argument.
+    pub(crate) fn arg(self) -> i64 {
+        match self {
+            Fencing::Off => -1,
+            // Bounded by `name::lease_millis` when the client is built.
+            Fencing::Counter { ttl_ms } => i64::try_from(ttl_ms).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// A token as the acquire scripts answer it: `None` for the `0` they
+/// answer when fencing is off (a counter never issues less than 10^15).
+pub(crate) fn token(reply: i64) -> Option<u64> {
+    u64::try_from(reply).ok().filter(|&t| t > 0)
+}
+
 /// A call a lock sends: a script call, or a call of the string layout,
 /// whose form (commands or a script) the connection picks
 /// ([`string::run`]).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::lock::FENCE;
-use super::{Lua, ScriptCall};
+use super::{Fencing, Lua, ScriptCall};
 use crate::layout;
 
 pub(super) static ACQUIRE_ALL: LazyLock<Lua> =
@@ -49,7 +49,8 @@ return reply
 /// * KEYS: for each member in order, its lock key then its fencing counter
 ///   ([`layout::token_key`]); all in one hash slot on a cluster.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the counters' time to
-///   live in milliseconds, `0` for none; ARGV\[2 + i\]: member `i`'s owner
+///   live in milliseconds, `0` for none, `-1` for no tokens (fencing off,
+///   each token is then `0`); ARGV\[2 + i\]: member `i`'s owner
 ///   field.
 /// * Returns `{1, token_1, ..., token_n}` when every member was free (or
 ///   already held by its field): each field's count went up by one and each
@@ -62,11 +63,11 @@ return reply
 pub(crate) fn acquire_all<'a>(
     members: impl IntoIterator<Item = (&'a str, &'a str)>,
     lease_ms: u64,
-    fencing_ttl_ms: u64,
+    fencing: Fencing,
 ) -> ScriptCall {
     let mut call = ScriptCall::new(&ACQUIRE_ALL)
         .arg(lease_ms)
-        .arg(fencing_ttl_ms);
+        .arg(fencing.arg());
     for (name, field) in members {
         call = call.key(name).key(layout::token_key(name)).arg(field);
     }
@@ -76,8 +77,9 @@ pub(crate) fn acquire_all<'a>(
 /// What [`acquire_all`] answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum AcquiredAll {
-    /// Every member acquired, with these fencing tokens, in order.
-    Granted(Vec<u64>),
+    /// Every member acquired, with these fencing tokens, in order (`None`:
+    /// fencing is off).
+    Granted(Vec<Option<u64>>),
     /// Member `member` (from 0) is held by someone else, with this much time
     /// to live (`None`: the key has no expiry).
     Busy {
@@ -92,9 +94,8 @@ impl FromRedisValue for AcquiredAll {
     fn from_redis_value(v: Value) -> Result<AcquiredAll, ParsingError> {
         let reply: Vec<i64> = FromRedisValue::from_redis_value(v)?;
         match reply.as_slice() {
-            // fence() never issues less than 10^15.
             [1, tokens @ ..] => Ok(AcquiredAll::Granted(
-                tokens.iter().map(|&t| t.max(0) as u64).collect(),
+                tokens.iter().map(|&t| super::token(t)).collect(),
             )),
             &[0, member, pttl] if member >= 1 => Ok(AcquiredAll::Busy {
                 member: (member - 1) as usize,
@@ -117,7 +118,11 @@ mod tests {
 
     #[test]
     fn acquire_all_packs_each_key_with_its_counter_and_fields_after_lease_and_ttl() {
-        let (keys, args) = packed(&acquire_all([("{a}1", "u:1"), ("{a}2", "u:2")], 500, 0));
+        let (keys, args) = packed(&acquire_all(
+            [("{a}1", "u:1"), ("{a}2", "u:2")],
+            500,
+            Fencing::Counter { ttl_ms: 0 },
+        ));
         assert_eq!(
             keys,
             [
@@ -135,7 +140,14 @@ mod tests {
         let decode = |v: &[i64]| {
             AcquiredAll::from_redis_value(Value::Array(v.iter().map(|&n| Value::Int(n)).collect()))
         };
-        assert_eq!(decode(&[1, 7, 9]), Ok(AcquiredAll::Granted(vec![7, 9])));
+        assert_eq!(
+            decode(&[1, 7, 9]),
+            Ok(AcquiredAll::Granted(vec![Some(7), Some(9)]))
+        );
+        assert_eq!(
+            decode(&[1, 0, 0]),
+            Ok(AcquiredAll::Granted(vec![None, None]))
+        );
         assert_eq!(
             decode(&[0, 2, 1500]),
             Ok(AcquiredAll::Busy {

@@ -21,7 +21,7 @@
 use std::sync::LazyLock;
 
 use super::lock::FENCE;
-use super::{Lua, ScriptCall};
+use super::{Fencing, Lua, ScriptCall};
 use crate::connection::Publish;
 use crate::layout;
 
@@ -62,19 +62,14 @@ return {1, token}
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the reader field;
 ///   ARGV\[3\]: the same owner's writer field (`<field>:write`), whose write
 ///   hold lets it read (a downgrade); ARGV\[4\]: the fencing counter's time
-///   to live in milliseconds, `0` for none.
+///   to live in milliseconds, `0` for none, `-1` for no token (fencing off).
 /// * Returns `{1, token}` when acquired: no lock (the hash is created with
 ///   `mode = read`), readers only, or this owner's write hold; the reader's
 ///   count went up to `i`, timeout key `<prefix>:<i>` lives for the lease,
 ///   and the hash for the longest of its time to live and the lease.
 ///   Otherwise `{0, pttl}`: a writer, or a plain lock of the same name.
 /// * Raises `WRONGTYPE` when the key holds no hash; nothing is written.
-pub(crate) fn read_acquire(
-    name: &str,
-    lease_ms: u64,
-    field: &str,
-    fencing_ttl_ms: u64,
-) -> ScriptCall {
+pub(crate) fn read_acquire(name: &str, lease_ms: u64, field: &str, fencing: Fencing) -> ScriptCall {
     ScriptCall::new(&READ_ACQUIRE)
         .key(name)
         .key(layout::read_timeout_prefix(name, field))
@@ -82,7 +77,7 @@ pub(crate) fn read_acquire(
         .arg(lease_ms)
         .arg(field)
         .arg(writer_of(field))
-        .arg(fencing_ttl_ms)
+        .arg(fencing.arg())
 }
 
 /// The writer field of the owner whose reader field is `field`.
@@ -116,7 +111,7 @@ return {0, redis.call('pttl', KEYS[1])}
 ///
 /// * KEYS\[1\]: the lock hash; KEYS\[2\]: the fencing counter.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the writer field;
-///   ARGV\[3\]: the fencing counter's time to live, `0` for none.
+///   ARGV\[3\]: the fencing counter's time to live, `0` for none, `-1` for no token (fencing off).
 /// * Returns `{1, token}` when the key was free (the hash is created with
 ///   `mode = write` and the writer at 1, expiring after the lease) or this
 ///   writer holds it (count up by one, the lease added to the time to live,
@@ -128,14 +123,14 @@ pub(crate) fn write_acquire(
     name: &str,
     lease_ms: u64,
     field: &str,
-    fencing_ttl_ms: u64,
+    fencing: Fencing,
 ) -> ScriptCall {
     ScriptCall::new(&WRITE_ACQUIRE)
         .key(name)
         .key(layout::token_key(name))
         .arg(lease_ms)
         .arg(field)
-        .arg(fencing_ttl_ms)
+        .arg(fencing.arg())
 }
 
 pub(super) static READ_REENTER: LazyLock<Lua> =
@@ -334,7 +329,12 @@ mod tests {
 
     #[test]
     fn read_acquire_packs_hash_timeouts_counter_and_both_fields() {
-        let (keys, args) = packed(&read_acquire("doc", 30_000, "u:1", 0));
+        let (keys, args) = packed(&read_acquire(
+            "doc",
+            30_000,
+            "u:1",
+            Fencing::Counter { ttl_ms: 0 },
+        ));
         assert_eq!(
             keys,
             [
@@ -344,13 +344,18 @@ mod tests {
             ]
         );
         assert_eq!(args, ["30000", "u:1", "u:1:write", "0"]);
-        let (keys, _) = packed(&read_acquire("{doc}:7", 30_000, "u:1", 0));
+        let (keys, _) = packed(&read_acquire("{doc}:7", 30_000, "u:1", Fencing::Off));
         assert_eq!(keys[1], "{doc}:7:u:1:rwlock_timeout");
     }
 
     #[test]
     fn write_acquire_packs_hash_counter_lease_writer() {
-        let (keys, args) = packed(&write_acquire("doc", 500, "u:1:write", 7));
+        let (keys, args) = packed(&write_acquire(
+            "doc",
+            500,
+            "u:1:write",
+            Fencing::Counter { ttl_ms: 7 },
+        ));
         assert_eq!(keys, ["doc", "redisson_lock_token:{doc}"]);
         assert_eq!(args, ["500", "u:1:write", "7"]);
     }

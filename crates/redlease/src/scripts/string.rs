@@ -32,7 +32,7 @@ use std::sync::LazyLock;
 use redis::{ErrorKind, RedisError, Value};
 
 use super::lock::FENCE;
-use super::{Lua, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::{Connection, Natives, Publish};
 use crate::layout;
 
@@ -46,14 +46,14 @@ const TOKEN_CEILING: i64 = 9_007_199_254_740_991;
 #[derive(Debug)]
 pub(crate) enum StringCall {
     /// Take `key` for `owner` for `lease_ms`, with a fencing token from
-    /// `counter` (time to live `fencing_ttl_ms`, `0` for none). Answers as
-    /// the lock's acquire script: `{1, token}` or `{0, pttl}`.
+    /// `counter` unless fencing is off. Answers as the lock's acquire
+    /// script: `{1, token}` (`{1, 0}` with fencing off) or `{0, pttl}`.
     Acquire {
         key: String,
         counter: String,
         owner: String,
         lease_ms: u64,
-        fencing_ttl_ms: u64,
+        fencing: Fencing,
     },
     /// Delete `key` if it holds `owner`, and announce the release on
     /// `channel`. Answers as the lock's release script: `1`, or nil when
@@ -74,13 +74,13 @@ pub(crate) enum StringCall {
 }
 
 /// Take lock `name` for `owner`; see [`StringCall::Acquire`].
-pub(crate) fn acquire(name: &str, lease_ms: u64, owner: &str, fencing_ttl_ms: u64) -> StringCall {
+pub(crate) fn acquire(name: &str, lease_ms: u64, owner: &str, fencing: Fencing) -> StringCall {
     StringCall::Acquire {
         key: name.to_owned(),
         counter: layout::token_key(name),
         owner: owner.to_owned(),
         lease_ms,
-        fencing_ttl_ms,
+        fencing,
     }
 }
 
@@ -159,8 +159,8 @@ pub(crate) async fn run(conn: &Connection, call: &StringCall) -> Result<Value, R
             counter,
             owner,
             lease_ms,
-            fencing_ttl_ms,
-        } => acquire_now(conn, key, counter, owner, *lease_ms, *fencing_ttl_ms).await,
+            fencing,
+        } => acquire_now(conn, key, counter, owner, *lease_ms, *fencing).await,
         StringCall::Release {
             key,
             channel,
@@ -181,8 +181,21 @@ async fn acquire_now(
     counter: &str,
     owner: &str,
     lease_ms: u64,
-    fencing_ttl_ms: u64,
+    fencing: Fencing,
 ) -> Result<Value, RedisError> {
+    let Fencing::Counter {
+        ttl_ms: fencing_ttl_ms,
+    } = fencing
+    else {
+        // No token: the `SET` alone, no transaction and one reply (#28).
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(owner).arg("NX").arg("PX").arg(lease_ms);
+        return match conn.query(&set).await? {
+            Value::Okay => Ok(Value::Array(vec![Value::Int(1), Value::Int(0)])),
+            Value::Nil => refused(conn, key).await,
+            other => Err(unexpected("SET NX", &[other])),
+        };
+    };
     let mut pipe = redis::pipe();
     pipe.atomic().ignore_errors();
     pipe.cmd("SET")
@@ -214,15 +227,7 @@ async fn acquire_now(
             {
                 tracing::debug!(key, error = %e, "fencing counter not started");
             }
-            // Asked only now: in the transaction they would cost every
-            // acquire replies to read for what only a refusal needs.
-            let mut pipe = redis::pipe();
-            pipe.cmd("PTTL").arg(key).cmd("GET").arg(key);
-            let (ttl, holder) = match conn.query_pipe(pipe.ignore_errors()).await?.as_slice() {
-                [ttl, holder] => (ttl.clone(), holder.clone()),
-                other => return Err(unexpected("PTTL and GET", other)),
-            };
-            return Ok(Value::Array(vec![Value::Int(0), retry_after(ttl, &holder)]));
+            return refused(conn, key).await;
         }
         Value::ServerError(e) => return Err(e.into()),
         other => return Err(unexpected("SET NX", &[other])),
@@ -245,6 +250,19 @@ async fn acquire_now(
             Err(e)
         }
     }
+}
+
+/// The answer to a refused `SET NX`, `{0, retry_after}`: the key's `PTTL`
+/// and holder are asked only now, since asking them with the `SET` would
+/// cost every acquire replies to read for what only a refusal needs.
+async fn refused(conn: &Connection, key: &str) -> Result<Value, RedisError> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("PTTL").arg(key).cmd("GET").arg(key);
+    let (ttl, holder) = match conn.query_pipe(pipe.ignore_errors()).await?.as_slice() {
+        [ttl, holder] => (ttl.clone(), holder.clone()),
+        other => return Err(unexpected("PTTL and GET", other)),
+    };
+    Ok(Value::Array(vec![Value::Int(0), retry_after(ttl, &holder)]))
 }
 
 /// How long a waiter sleeps, at most, before looking again at a string lock
@@ -482,7 +500,9 @@ mod tests {
 
     #[test]
     fn calls_name_the_lock_key_its_counter_and_channel() {
-        let StringCall::Acquire { key, counter, .. } = acquire("o:1", 10, "u:1", 5) else {
+        let StringCall::Acquire { key, counter, .. } =
+            acquire("o:1", 10, "u:1", Fencing::Counter { ttl_ms: 5 })
+        else {
             panic!("an acquire")
         };
         assert_eq!(

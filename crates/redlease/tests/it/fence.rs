@@ -294,3 +294,98 @@ async fn a_corrupt_counter_is_an_error_and_takes_nothing() {
         }
     }
 }
+
+/// #28: a client built with `fencing(false)` writes no counter for any
+/// kind of lock, in either layout, and its guards answer no token; its
+/// locks exclude as before, and a fencing client's tokens on the same
+/// names keep increasing.
+#[tokio::test]
+async fn issue_28_fencing_off_writes_no_counter() {
+    use redlease::layout::Layout;
+    let server = RedisServer::shared();
+    for layout in [Layout::Redisson, Layout::String] {
+        let builder = redlease::Client::builder(&server.url()).layout(layout);
+        let fencing = builder.clone().build().await.unwrap();
+        let off = builder.fencing(false).build().await.unwrap();
+        let name = unique("fence-off");
+        let leased = Duration::from_secs(5);
+        let plain = off.lock(&name).try_lock().await.unwrap();
+        assert_eq!(plain.fencing_token(), None);
+        plain.unlock().await.unwrap();
+        // Still a lock: another client is refused while it is held. (On a
+        // name of its own: a fencing client's refused string acquire
+        // counts its counter up all the same.)
+        let excluded = unique("fence-off-excluded");
+        let held = off.lock(&excluded).try_lock().await.unwrap();
+        let refused = fencing.lock(&excluded).try_lock().await.unwrap_err();
+        assert!(refused.is_busy(), "{layout:?}: {refused}");
+        held.unlock().await.unwrap();
+        // Re-entered in a scope: the same (absent) token.
+        let lock = off.lock(&name);
+        redlease::scope(async {
+            let outer = lock.try_lock().await.unwrap();
+            let inner = lock.try_lock().await.unwrap();
+            assert_eq!((outer.fencing_token(), inner.fencing_token()), (None, None));
+            inner.unlock().await.unwrap();
+            outer.unlock().await.unwrap();
+        })
+        .await;
+        let fixed = off.lock(&name).lease(leased).try_lock().await.unwrap();
+        assert_eq!(fixed.fencing_token(), None);
+        fixed.unlock().await.unwrap();
+        let (a, b) = (unique("fence-off-a"), unique("fence-off-b"));
+        let multi = off
+            .multi_lock([a.as_str(), b.as_str()])
+            .try_lock()
+            .await
+            .unwrap();
+        assert_eq!(multi.fencing_token_of(&a), None);
+        multi.unlock().await.unwrap();
+        let mut names = vec![name.clone(), a, b];
+        if layout == Layout::Redisson {
+            let fair = off.fair_lock(&name).try_lock().await.unwrap();
+            assert_eq!(fair.fencing_token(), None);
+            fair.unlock().await.unwrap();
+            let rw_name = unique("fence-off-rw");
+            let rw = off.read_write_lock(&rw_name);
+            let read = rw.read().try_lock().await.unwrap();
+            assert_eq!(read.fencing_token(), None);
+            read.unlock().await.unwrap();
+            let write = rw.write().try_lock().await.unwrap();
+            assert_eq!(write.fencing_token(), None);
+            write.unlock().await.unwrap();
+            names.push(rw_name);
+        }
+        for name in &names {
+            assert!(
+                !exists(server, &counter_of(name)),
+                "{layout:?}: counter of {name}"
+            );
+        }
+        // The fencing client on the same name starts its counter as usual.
+        let before = server_micros(server);
+        let first = fencing.lock(&name).try_lock().await.unwrap();
+        let token = first.fencing_token().expect("fencing is on");
+        assert!(token >= before);
+        first.unlock().await.unwrap();
+        let off_again = off.lock(&name).try_lock().await.unwrap();
+        off_again.unlock().await.unwrap();
+        let second = fencing.lock(&name).try_lock().await.unwrap();
+        assert!(second.fencing_token() > Some(token));
+        second.unlock().await.unwrap();
+    }
+}
+
+/// #28: fencing off contradicts the Redisson counter interop, and says so
+/// before connecting.
+#[tokio::test]
+async fn issue_28_fencing_off_with_the_counter_interop_is_invalid() {
+    let err = redlease::Client::builder("redis://127.0.0.1:1")
+        .fencing(false)
+        .redisson_fenced_interop(true)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    assert!(err.to_string().contains("fencing(false)"), "{err}");
+}
