@@ -19,7 +19,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use metrics::SharedString;
+use crate::metrics::Label;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -125,7 +125,7 @@ pub(crate) async fn acquire<P: Primitive>(
 pub(crate) async fn observed<G>(
     kind: &'static str,
     name: &str,
-    label: &SharedString,
+    label: &Label,
     call: impl Future<Output = Result<(G, Outcome), Error>>,
 ) -> Result<G, Error> {
     let span = tracing::debug_span!(

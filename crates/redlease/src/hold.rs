@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ::metrics::SharedString;
+use crate::metrics::Label;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
@@ -121,7 +121,7 @@ pub(crate) struct Grant {
     /// `None` when fencing is off.
     pub(crate) token: Option<u64>,
     /// The lock's metrics label.
-    pub(crate) label: SharedString,
+    pub(crate) label: Label,
 }
 
 /// One acquisition's hold, as its guard keeps it.
@@ -144,7 +144,7 @@ pub(crate) struct Hold {
     /// Issued by the acquire script; `None` when fencing is off.
     token: Option<u64>,
     /// The lock's metrics label, for a refused unlock.
-    label: SharedString,
+    label: Label,
     /// Whether Drop's release counts a refusal ([`metrics::UNLOCK_NOT_OWNER`]):
     /// not when it retries a release whose reply was lost.
     count_refusal: bool,
@@ -396,7 +396,7 @@ pub(crate) struct Registration {
     watchdog_id: Option<u64>,
     /// The hold's metrics label and start, for the hold-time histogram when
     /// the last guard lets go.
-    label: SharedString,
+    label: Label,
     since: Instant,
     /// A fixed lease that ran out before the hold ended is counted as lost
     /// here: nothing watches its expiry while it is held.

@@ -66,13 +66,13 @@ impl Kind {
 
     /// The acquire call; for a fair lock, `enqueue` makes a failed attempt
     /// join the queue (or refresh its place in it).
-    pub(crate) fn acquire(
+    pub(crate) fn acquire<'a>(
         self,
-        name: &str,
-        field: &str,
+        name: &'a str,
+        field: &'a str,
         options: AcquireOptions,
         enqueue: bool,
-    ) -> Call {
+    ) -> Call<'a> {
         let AcquireOptions {
             lease_ms,
             fencing,
@@ -102,7 +102,13 @@ impl Kind {
 
     /// The owner-checked release call, answered as
     /// [`Released`](scripts::lock::Released).
-    pub(crate) fn release(self, name: &str, lease_ms: u64, field: &str, publish: Publish) -> Call {
+    pub(crate) fn release<'a>(
+        self,
+        name: &'a str,
+        lease_ms: u64,
+        field: &'a str,
+        publish: Publish,
+    ) -> Call<'a> {
         let call = match self {
             Kind::Str => return scripts::string::release(name, field, publish).into(),
             Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
@@ -117,7 +123,7 @@ impl Kind {
     /// now, answered as [`Renewed`](scripts::lock::Renewed) for one lock:
     /// the watchdog's renewal of this one hold (for a read hold, with its
     /// timeout keys).
-    pub(crate) fn extend(self, name: &str, lease_ms: u64, field: &str) -> Call {
+    pub(crate) fn extend<'a>(self, name: &'a str, lease_ms: u64, field: &'a str) -> Call<'a> {
         match self {
             Kind::Str => scripts::string::extend(name, lease_ms, field).into(),
             Kind::Read => scripts::rwlock::renew_reads(lease_ms, [(name, field)]).into(),
@@ -144,7 +150,13 @@ impl Kind {
     /// The call that takes back an acquisition that must not stand: the
     /// release of the hold, and for a fair lock also the owner's place in
     /// the queue. Answered as [`Released`](scripts::lock::Released).
-    pub(crate) fn withdraw(self, name: &str, lease_ms: u64, field: &str, publish: Publish) -> Call {
+    pub(crate) fn withdraw<'a>(
+        self,
+        name: &'a str,
+        lease_ms: u64,
+        field: &'a str,
+        publish: Publish,
+    ) -> Call<'a> {
         match self {
             Kind::Fair { redisson_wait_ms } => {
                 scripts::fair::abandon(name, field, publish, redisson_wait_ms).into()

@@ -2,7 +2,6 @@
 //! hold's guards.
 
 use std::fmt;
-use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -45,6 +44,9 @@ pub enum LostReason {
 }
 
 impl LostReason {
+    /// How many reasons there are (one metrics series each).
+    pub(crate) const COUNT: usize = 3;
+
     /// The reason's name in metrics labels.
     pub(crate) fn as_label(self) -> &'static str {
         match self {
@@ -66,13 +68,14 @@ impl fmt::Display for LostReason {
 }
 
 /// One hold's loss signal: set once, by the watchdog, and read by every
-/// guard of the hold. Cheap to clone.
+/// guard of the hold. Cheap to clone: a clone of the sender shares its
+/// channel (no `Arc` around it: one allocation less per acquire, #28).
 #[derive(Clone)]
-pub(crate) struct LostSignal(Arc<watch::Sender<Option<LostReason>>>);
+pub(crate) struct LostSignal(watch::Sender<Option<LostReason>>);
 
 impl LostSignal {
     pub(crate) fn new() -> LostSignal {
-        LostSignal(Arc::new(watch::channel(None).0))
+        LostSignal(watch::channel(None).0)
     }
 
     /// Records the loss; a later call changes nothing.

@@ -1,9 +1,11 @@
 //! The metrics the library records, through the `metrics` crate's
 //! facade.
 //!
-//! The library installs no recorder: with none installed a call only
-//! builds its key (a small allocation) and records nothing. Install one (for example `metrics-exporter-prometheus`, as in the
-//! crate's `prometheus` example) to collect them.
+//! The library installs no recorder: with none installed a call records
+//! nothing and allocates nothing (each series' key is built once per lock
+//! handle, when first recorded: #28). Install one (for example
+//! `metrics-exporter-prometheus`, as in the crate's `prometheus` example)
+//! to collect them.
 //!
 //! Every metric carries the label [`LOCK_LABEL`], whose value is the lock
 //! name's prefix up to its last `:` ([`lock_label`]), so that
@@ -12,14 +14,15 @@
 //! Acquire outcomes and losses carry a second label, [`OUTCOME_LABEL`] or
 //! [`REASON_LABEL`].
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use ::metrics::{
-    SharedString, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
-    histogram,
+    Key, Level, Metadata, SharedString, Unit, describe_counter, describe_gauge, describe_histogram,
+    with_recorder,
 };
 
 use crate::lost::LostReason;
@@ -96,8 +99,82 @@ pub fn lock_label(name: &str) -> &str {
 
 /// A lock's label, computed once per [`Lock`](crate::Lock) and shared by its
 /// guards: recording a metric then clones an `Arc`, not the string.
-pub(crate) fn shared_label(name: &str) -> SharedString {
-    SharedString::from(Arc::<str>::from(lock_label(name)))
+pub(crate) fn shared_label(name: &str) -> Label {
+    Label(Arc::new(Series {
+        value: SharedString::from(Arc::<str>::from(lock_label(name))),
+        keys: Default::default(),
+    }))
+}
+
+/// A lock handle's [`LOCK_LABEL`] value with the keys of its series, each
+/// built when first recorded and kept: the `counter!` macros built a key
+/// (a `Vec` of labels, hashed) on every call, six per lock and unlock even
+/// with no recorder installed (#28's profile). Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Label(Arc<Series>);
+
+struct Series {
+    value: SharedString,
+    keys: Keys,
+}
+
+/// One slot per series a lock records under its label.
+#[derive(Default)]
+struct Keys {
+    attempts: OnceLock<Key>,
+    acquires: [OnceLock<Key>; Outcome::COUNT],
+    waits: [OnceLock<Key>; Outcome::COUNT],
+    held: OnceLock<Key>,
+    hold_seconds: OnceLock<Key>,
+    renewals: OnceLock<Key>,
+    renewal_failures: OnceLock<Key>,
+    lost: [OnceLock<Key>; LostReason::COUNT],
+    unlock_not_owner: OnceLock<Key>,
+}
+
+impl Label {
+    /// Series `name` under this label (and `extra`, if any), its key built
+    /// in `slot` the first time.
+    fn key<'a>(
+        &'a self,
+        slot: &'a OnceLock<Key>,
+        name: &'static str,
+        extra: Option<(&'static str, &'static str)>,
+    ) -> &'a Key {
+        slot.get_or_init(|| {
+            let mut labels = vec![::metrics::Label::new(LOCK_LABEL, self.0.value.clone())];
+            labels.extend(extra.map(|(k, v)| ::metrics::Label::new(k, v)));
+            Key::from_parts(name, labels)
+        })
+    }
+}
+
+impl PartialEq for Label {
+    fn eq(&self, other: &Label) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+    }
+}
+
+impl fmt::Debug for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0.value, f)
+    }
+}
+
+/// What the macros would pass: this module, at `INFO`.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+fn counter(key: &Key) -> ::metrics::Counter {
+    with_recorder(|recorder| recorder.register_counter(key, &METADATA))
+}
+
+fn gauge(key: &Key) -> ::metrics::Gauge {
+    with_recorder(|recorder| recorder.register_gauge(key, &METADATA))
+}
+
+fn histogram(key: &Key) -> ::metrics::Histogram {
+    with_recorder(|recorder| recorder.register_histogram(key, &METADATA))
 }
 
 /// Describes the metrics to the recorder installed now (for an exporter's
@@ -126,8 +203,8 @@ pub(crate) fn describe() {
 // happen stay one line long. Without a recorder each is a no-op apart from
 // building the key.
 
-pub(crate) fn acquire_attempt(label: &SharedString) {
-    counter!(ACQUIRE_ATTEMPTS, LOCK_LABEL => label.clone()).increment(1);
+pub(crate) fn acquire_attempt(label: &Label) {
+    counter(label.key(&label.0.keys.attempts, ACQUIRE_ATTEMPTS, None)).increment(1);
 }
 
 /// How an acquire call ended, for [`ACQUIRES`] and [`WAIT_SECONDS`].
@@ -141,6 +218,9 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
+    /// How many outcomes there are (one series each, indexed by `as usize`).
+    const COUNT: usize = 5;
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Acquired => "acquired",
@@ -155,13 +235,13 @@ impl Outcome {
 /// Records an acquire call's outcome and duration when dropped: at its end,
 /// or, if the caller dropped the call first, as cancelled.
 pub(crate) struct AcquireObservation<'a> {
-    label: &'a SharedString,
+    label: &'a Label,
     started: Instant,
     outcome: Outcome,
 }
 
 impl<'a> AcquireObservation<'a> {
-    pub(crate) fn start(label: &'a SharedString) -> AcquireObservation<'a> {
+    pub(crate) fn start(label: &'a Label) -> AcquireObservation<'a> {
         AcquireObservation {
             label,
             started: Instant::now(),
@@ -177,54 +257,60 @@ impl<'a> AcquireObservation<'a> {
 
 impl Drop for AcquireObservation<'_> {
     fn drop(&mut self) {
-        let outcome = self.outcome.as_str();
-        let label = self.label;
-        counter!(ACQUIRES, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome).increment(1);
-        histogram!(WAIT_SECONDS, LOCK_LABEL => label.clone(), OUTCOME_LABEL => outcome)
+        let (label, i) = (self.label, self.outcome as usize);
+        let outcome = Some((OUTCOME_LABEL, self.outcome.as_str()));
+        let keys = &label.0.keys;
+        counter(label.key(&keys.acquires[i], ACQUIRES, outcome)).increment(1);
+        histogram(label.key(&keys.waits[i], WAIT_SECONDS, outcome))
             .record(self.started.elapsed().as_secs_f64());
     }
 }
 
-pub(crate) fn hold_started(label: &SharedString) {
-    gauge!(HELD, LOCK_LABEL => label.clone()).increment(1.0);
+pub(crate) fn hold_started(label: &Label) {
+    gauge(label.key(&label.0.keys.held, HELD, None)).increment(1.0);
 }
 
-pub(crate) fn hold_ended(label: &SharedString, held: Duration) {
-    gauge!(HELD, LOCK_LABEL => label.clone()).decrement(1.0);
-    histogram!(HOLD_SECONDS, LOCK_LABEL => label.clone()).record(held.as_secs_f64());
+pub(crate) fn hold_ended(label: &Label, held: Duration) {
+    let keys = &label.0.keys;
+    gauge(label.key(&keys.held, HELD, None)).decrement(1.0);
+    histogram(label.key(&keys.hold_seconds, HOLD_SECONDS, None)).record(held.as_secs_f64());
 }
 
-pub(crate) fn renewals(label: &SharedString, locks: u64) {
-    counter!(RENEWALS, LOCK_LABEL => label.clone()).increment(locks);
+pub(crate) fn renewals(label: &Label, locks: u64) {
+    counter(label.key(&label.0.keys.renewals, RENEWALS, None)).increment(locks);
 }
 
-pub(crate) fn renewal_failures(label: &SharedString, locks: u64) {
-    counter!(RENEWAL_FAILURES, LOCK_LABEL => label.clone()).increment(locks);
+pub(crate) fn renewal_failures(label: &Label, locks: u64) {
+    let key = label.key(&label.0.keys.renewal_failures, RENEWAL_FAILURES, None);
+    counter(key).increment(locks);
 }
 
-pub(crate) fn lost(label: &SharedString, reason: LostReason) {
-    counter!(LOST, LOCK_LABEL => label.clone(), REASON_LABEL => reason.as_label()).increment(1);
+pub(crate) fn lost(label: &Label, reason: LostReason) {
+    let slot = &label.0.keys.lost[reason as usize];
+    let key = label.key(slot, LOST, Some((REASON_LABEL, reason.as_label())));
+    counter(key).increment(1);
 }
 
-pub(crate) fn unlock_not_owner(label: &SharedString) {
-    counter!(UNLOCK_NOT_OWNER, LOCK_LABEL => label.clone()).increment(1);
+pub(crate) fn unlock_not_owner(label: &Label) {
+    let key = label.key(&label.0.keys.unlock_not_owner, UNLOCK_NOT_OWNER, None);
+    counter(key).increment(1);
 }
 
 /// Counts per label for one watchdog batch, so that renewing thousands of
 /// locks records a handful of increments, not one per lock. Labels are few,
 /// so a linear search beats hashing.
 #[derive(Default)]
-pub(crate) struct Tally(Vec<(SharedString, u64)>);
+pub(crate) struct Tally(Vec<(Label, u64)>);
 
 impl Tally {
-    pub(crate) fn add(&mut self, label: &SharedString) {
+    pub(crate) fn add(&mut self, label: &Label) {
         match self.0.iter_mut().find(|(l, _)| l == label) {
             Some((_, n)) => *n += 1,
             None => self.0.push((label.clone(), 1)),
         }
     }
 
-    pub(crate) fn record(self, record: fn(&SharedString, u64)) {
+    pub(crate) fn record(self, record: fn(&Label, u64)) {
         for (label, n) in self.0 {
             record(&label, n);
         }

@@ -18,9 +18,9 @@ use crate::error::Error;
 use crate::front::{self, Patience};
 use crate::guard::LockGuard;
 use crate::lost::LostReason;
+use crate::metrics::Label;
 use crate::metrics::Outcome;
 use crate::wait::Attempt;
-use ::metrics::SharedString;
 
 /// The lease when none is given.
 const DEFAULT_LEASE: Duration = Duration::from_secs(10);
@@ -76,7 +76,7 @@ pub struct RedLock {
     clients: Vec<Client>,
     name: String,
     /// [`crate::metrics::lock_label`] of the name, made once.
-    label: SharedString,
+    label: Label,
     lease: Duration,
     master_timeout: Duration,
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ::metrics::SharedString;
+use crate::metrics::Label;
 
 use crate::connection::Connection;
 use crate::error::Error;
@@ -35,7 +35,7 @@ pub(crate) async fn withdraw(
 /// An error for which `is_not_owner` is true when the hold was not there
 /// (expired, released, taken over, or the key now holds another type, which
 /// is left untouched); connection and server errors as they come.
-pub(crate) async fn run(conn: &Connection, call: &Call, name: &str) -> Result<(), Error> {
+pub(crate) async fn run(conn: &Connection, call: &Call<'_>, name: &str) -> Result<(), Error> {
     let reply = call
         .run::<Released>(conn)
         .await
@@ -58,7 +58,7 @@ pub(crate) fn in_background(
     name: &Arc<str>,
     field: &Arc<str>,
     lease_ms: u64,
-    guard_label: Option<SharedString>,
+    guard_label: Option<Label>,
 ) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the lock will expire after its lease");

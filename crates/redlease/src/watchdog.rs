@@ -42,7 +42,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, sleep_until};
 
-use ::metrics::SharedString;
+use crate::metrics::Label;
 
 use crate::connection::{Connection, SlotId};
 use crate::lost::{LostReason, LostSignal};
@@ -105,7 +105,7 @@ struct Entry {
     /// ([`scripts::rwlock::renew_reads`](crate::scripts::rwlock::renew_reads)).
     read: bool,
     /// The lock's metrics label, for renewals and losses.
-    label: SharedString,
+    label: Label,
     /// When the lease could have expired by our clock.
     deadline: Instant,
     lost: LostSignal,
@@ -140,7 +140,7 @@ impl Watchdog {
         key: Arc<str>,
         field: Arc<str>,
         read: bool,
-        label: SharedString,
+        label: Label,
         sent_at: Instant,
         lost: LostSignal,
     ) -> u64 {
@@ -323,7 +323,7 @@ mod tests {
             "k".into(),
             "f".into(),
             false,
-            "".into(),
+            crate::metrics::shared_label(""),
             start,
             lost.clone(),
         );
@@ -363,7 +363,7 @@ mod tests {
             "a".into(),
             "f".into(),
             false,
-            "".into(),
+            crate::metrics::shared_label(""),
             Instant::now(),
             sender(),
         );
@@ -376,7 +376,7 @@ mod tests {
             "b".into(),
             "f".into(),
             false,
-            "".into(),
+            crate::metrics::shared_label(""),
             start,
             late.clone(),
         );
@@ -405,7 +405,7 @@ mod tests {
                 format!("k{i}").into(),
                 "f".into(),
                 false,
-                "".into(),
+                crate::metrics::shared_label(""),
                 sent_at,
                 LostSignal::new(),
             );

@@ -265,26 +265,6 @@ impl Connection {
         self.publish
     }
 
-    /// Sends a script invocation (`EVALSHA`, loading the script on
-    /// `NOSCRIPT`), to the node of its first key on a cluster. The crate's
-    /// calls are sent by [`ScriptCall::run`](crate::scripts::ScriptCall::run)
-    /// and [`Call::run`](crate::scripts::Call::run), which know what a call
-    /// is; the connection only carries it.
-    pub(crate) async fn invoke<T: FromRedisValue>(
-        &self,
-        invocation: &redis::ScriptInvocation<'_>,
-    ) -> Result<T, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => invocation.invoke_async(&mut manager.clone()).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.conn()).await,
-            Backend::Sentinel(s) => {
-                s.with(|mut m| async move { invocation.invoke_async(&mut m).await })
-                    .await
-            }
-        }
-    }
-
     /// The server's own owner-checked commands, as far as known.
     pub(crate) fn natives(&self) -> &NativesCell {
         &self.natives

@@ -17,6 +17,8 @@
 
 pub(crate) mod state;
 
+use std::{fmt, io};
+
 pub(crate) use state::escape as escape_value;
 pub use state::{
     Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Problem, ProblemKind, StateKind, Waiter,
@@ -322,6 +324,56 @@ pub fn latch_channel(name: &str) -> String {
     channel.push_str(name);
     channel.push('}');
     channel
+}
+
+/// `prefix:{name}` as [`prefixed`] spells it, written straight into a
+/// command's buffer when packed, with no `String` of its own: the hot
+/// path's channel and fencing counter (#28).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Prefixed<'a> {
+    prefix: &'static str,
+    name: &'a str,
+}
+
+impl<'a> Prefixed<'a> {
+    /// [`channel`] of `name`.
+    pub(crate) fn channel(name: &'a str) -> Prefixed<'a> {
+        Prefixed {
+            prefix: CHANNEL_PREFIX,
+            name,
+        }
+    }
+
+    /// [`token_key`] of `name`.
+    pub(crate) fn token_key(name: &'a str) -> Prefixed<'a> {
+        Prefixed {
+            prefix: TOKEN_PREFIX,
+            name,
+        }
+    }
+
+    /// The parts, in order, that make the name.
+    fn parts(self) -> [&'a str; 5] {
+        let braced = !self.name.contains('{');
+        let (open, close) = if braced { ("{", "}") } else { ("", "") };
+        [self.prefix, ":", open, self.name, close]
+    }
+}
+
+impl fmt::Display for Prefixed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.parts().iter().try_for_each(|part| f.write_str(part))
+    }
+}
+
+impl redis::ToRedisArgs for Prefixed<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        let mut arg = out.writer_for_next_arg();
+        for part in self.parts() {
+            // Writing to a command's buffer cannot fail.
+            let _ = io::Write::write_all(&mut arg, part.as_bytes());
+        }
+    }
 }
 
 fn prefixed(prefix: &str, name: &str) -> String {

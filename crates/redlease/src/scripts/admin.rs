@@ -153,21 +153,25 @@ pub(crate) fn force_unlock(
     publish: Publish,
     expect: Option<&LockState>,
 ) -> ScriptCall {
-    let mut call = ScriptCall::new(&FORCE_UNLOCK)
-        .key(name)
-        .key(layout::channel(name))
-        .key(layout::queue_key(name))
-        .key(layout::timeout_key(name))
-        .key(layout::rwlock_channel(name))
-        .key(layout::token_key(name))
-        .key(layout::permits_key(name))
-        .arg(UNLOCK_MESSAGE)
-        .arg(match removal {
-            Removal::Peek => "peek",
-            Removal::Lock => "lock",
-            Removal::Any => "any",
-        })
-        .arg(publish.command());
+    let mut call = ScriptCall::new(
+        &FORCE_UNLOCK,
+        (
+            name,
+            layout::channel(name),
+            layout::queue_key(name),
+            layout::timeout_key(name),
+            layout::rwlock_channel(name),
+            layout::token_key(name),
+            layout::permits_key(name),
+        ),
+    )
+    .arg(UNLOCK_MESSAGE)
+    .arg(match removal {
+        Removal::Peek => "peek",
+        Removal::Lock => "lock",
+        Removal::Any => "any",
+    })
+    .arg(publish.command());
     if let Some(seen) = expect {
         call = call
             .arg("expect")

@@ -131,13 +131,17 @@ return {flag, -1}
 /// * Raises `WRONGTYPE` when `name` holds something other than an integer,
 ///   or the zset key another type; nothing is written then.
 pub(crate) fn acquire(name: &str, lease_ms: u64, ids: &[&[u8]], publish: Publish) -> ScriptCall {
-    let mut call = ScriptCall::new(&ACQUIRE)
-        .key(name)
-        .key(layout::permits_key(name))
-        .key(layout::semaphore_channel(name))
-        .arg(ids.len())
-        .arg(lease_ms)
-        .arg(publish.command());
+    let mut call = ScriptCall::new(
+        &ACQUIRE,
+        (
+            name,
+            layout::permits_key(name),
+            layout::semaphore_channel(name),
+        ),
+    )
+    .arg(ids.len())
+    .arg(lease_ms)
+    .arg(publish.command());
     for id in ids {
         call = call.arg(*id);
     }
@@ -203,12 +207,16 @@ return 1
 ///   [`Release`].
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn release(name: &str, id: &[u8], publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE)
-        .key(name)
-        .key(layout::semaphore_channel(name))
-        .key(layout::permits_key(name))
-        .arg(id)
-        .arg(publish.command())
+    ScriptCall::new(
+        &RELEASE,
+        (
+            name,
+            layout::semaphore_channel(name),
+            layout::permits_key(name),
+        ),
+    )
+    .arg(id)
+    .arg(publish.command())
 }
 
 /// What a release answered.
@@ -257,13 +265,17 @@ return 0
 ///   never revived).
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn renew(name: &str, id: &[u8], lease_ms: u64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RENEW)
-        .key(name)
-        .key(layout::permits_key(name))
-        .key(layout::semaphore_channel(name))
-        .arg(id)
-        .arg(lease_ms)
-        .arg(publish.command())
+    ScriptCall::new(
+        &RENEW,
+        (
+            name,
+            layout::permits_key(name),
+            layout::semaphore_channel(name),
+        ),
+    )
+    .arg(id)
+    .arg(lease_ms)
+    .arg(publish.command())
 }
 
 pub(super) static COUNTS: LazyLock<Lua> =
@@ -287,11 +299,15 @@ return {free, redis.call('zcount', KEYS[2], 0, '+inf')}
 ///   [`Counts`].
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn counts(name: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&COUNTS)
-        .key(name)
-        .key(layout::permits_key(name))
-        .key(layout::semaphore_channel(name))
-        .arg(publish.command())
+    ScriptCall::new(
+        &COUNTS,
+        (
+            name,
+            layout::permits_key(name),
+            layout::semaphore_channel(name),
+        ),
+    )
+    .arg(publish.command())
 }
 
 /// What [`counts`] answered.
@@ -331,9 +347,7 @@ return 0
 ///   are announced; `0` when it existed (nothing written).
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn try_set(name: &str, permits: i64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&TRY_SET)
-        .key(name)
-        .key(layout::semaphore_channel(name))
+    ScriptCall::new(&TRY_SET, (name, layout::semaphore_channel(name)))
         .arg(permits)
         .arg(publish.command())
 }
@@ -370,12 +384,16 @@ return 1
 ///   as acquired here, as in Redisson (the next reclaim returns them).
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn set(name: &str, permits: i64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&SET)
-        .key(name)
-        .key(layout::semaphore_channel(name))
-        .key(layout::permits_key(name))
-        .arg(permits)
-        .arg(publish.command())
+    ScriptCall::new(
+        &SET,
+        (
+            name,
+            layout::semaphore_channel(name),
+            layout::permits_key(name),
+        ),
+    )
+    .arg(permits)
+    .arg(publish.command())
 }
 
 pub(super) static ADD: LazyLock<Lua> =
@@ -407,9 +425,7 @@ return {1, sum}
 ///   written); read by [`Added`].
 /// * Raises `WRONGTYPE` as [`acquire`] does.
 pub(crate) fn add(name: &str, permits: i64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&ADD)
-        .key(name)
-        .key(layout::semaphore_channel(name))
+    ScriptCall::new(&ADD, (name, layout::semaphore_channel(name)))
         .arg(permits)
         .arg(publish.command())
 }
@@ -460,7 +476,7 @@ mod tests {
     fn acquire_packs_redisson_keys_and_raw_ids() {
         let call = acquire("jobs", 30_000, &[&ID], Publish::Plain);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["jobs", "{jobs}:timeout", "redisson_sc:{jobs}"]
         );
         assert_eq!(text(&call.args()[..3]), ["1", "30000", "publish"]);
@@ -469,7 +485,7 @@ mod tests {
         assert_eq!(call.args().len(), 4);
         let call = acquire("{t}:jobs", 5, &[&ID, &ID], Publish::Sharded);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["{t}:jobs", "{t}:jobs:timeout", "redisson_sc:{t}:jobs"]
         );
         assert_eq!(text(&call.args()[..3]), ["2", "5", "spublish"]);
@@ -499,7 +515,7 @@ mod tests {
     fn release_packs_redisson_key_order_and_reads_three_outcomes() {
         let call = release("jobs", &ID, Publish::Plain);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["jobs", "redisson_sc:{jobs}", "{jobs}:timeout"]
         );
         assert_eq!(call.args()[0], ID);
@@ -514,7 +530,7 @@ mod tests {
     fn renew_packs_id_lease_and_publish() {
         let call = renew("jobs", &ID, 9_000, Publish::Plain);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["jobs", "{jobs}:timeout", "redisson_sc:{jobs}"]
         );
         assert_eq!(call.args()[0], ID);
@@ -525,10 +541,10 @@ mod tests {
     fn counts_pack_and_read() {
         let call = counts("jobs", Publish::Sharded);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["jobs", "{jobs}:timeout", "redisson_sc:{jobs}"]
         );
-        assert_eq!(text(call.args()), ["spublish"]);
+        assert_eq!(text(&call.args()), ["spublish"]);
         assert_eq!(
             Counts::from_redis_value(pair(-2, 3)),
             Ok(Counts {
@@ -541,17 +557,17 @@ mod tests {
     #[test]
     fn admin_calls_pack_redisson_keys() {
         let call = try_set("jobs", 4, Publish::Plain);
-        assert_eq!(text(call.keys()), ["jobs", "redisson_sc:{jobs}"]);
-        assert_eq!(text(call.args()), ["4", "publish"]);
+        assert_eq!(text(&call.keys()), ["jobs", "redisson_sc:{jobs}"]);
+        assert_eq!(text(&call.args()), ["4", "publish"]);
         let call = set("jobs", 4, Publish::Plain);
         assert_eq!(
-            text(call.keys()),
+            text(&call.keys()),
             ["jobs", "redisson_sc:{jobs}", "{jobs}:timeout"]
         );
-        assert_eq!(text(call.args()), ["4", "publish"]);
+        assert_eq!(text(&call.args()), ["4", "publish"]);
         let call = add("jobs", -3, Publish::Plain);
-        assert_eq!(text(call.keys()), ["jobs", "redisson_sc:{jobs}"]);
-        assert_eq!(text(call.args()), ["-3", "publish"]);
+        assert_eq!(text(&call.keys()), ["jobs", "redisson_sc:{jobs}"]);
+        assert_eq!(text(&call.args()), ["-3", "publish"]);
         assert_eq!(Added::from_redis_value(pair(1, 5)), Ok(Added::Done(5)));
         assert_eq!(
             Added::from_redis_value(pair(0, 5)),

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use super::lock::{FENCE, RELEASE_HOLD};
 use super::{Fencing, Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
-use crate::layout;
+use crate::layout::{self, Prefixed};
 
 /// The wait Redisson's `RFairLock` adds to a waiter's deadline per place in
 /// the queue, and subtracts from every deadline when the head takes the
@@ -78,13 +78,17 @@ end
 return {0, redis.call('pttl', KEYS[1])}
 ";
 
-/// The four keys every fair script takes, in order: the lock, its queue,
-/// its waiter deadlines and (used by acquire only) its fencing counter.
-fn keys(call: ScriptCall, name: &str) -> ScriptCall {
-    call.key(name)
-        .key(layout::queue_key(name))
-        .key(layout::timeout_key(name))
-        .key(layout::token_key(name))
+/// A call of `script` with the four keys every fair script takes, in
+/// order: the lock, its queue, its waiter deadlines and (used by acquire
+/// only) its fencing counter.
+fn call(script: &'static LazyLock<Lua>, name: &str) -> ScriptCall {
+    let keys = (
+        name,
+        layout::queue_key(name),
+        layout::timeout_key(name),
+        Prefixed::token_key(name),
+    );
+    ScriptCall::new(script, keys)
 }
 
 /// Fair acquire: take the lock in queue order, or (with `enqueue`) join or
@@ -126,11 +130,11 @@ pub(crate) fn acquire(
     publish: Publish,
     redisson_wait_ms: u64,
 ) -> ScriptCall {
-    keys(ScriptCall::new(&ACQUIRE), name)
+    call(&ACQUIRE, name)
         .arg(lease_ms)
         .arg(field)
         .arg(queue_lease_ms)
-        .arg(layout::channel(name))
+        .arg(Prefixed::channel(name))
         .arg(u8::from(enqueue))
         .arg(UNLOCK_MESSAGE)
         .arg(fencing.arg())
@@ -158,11 +162,11 @@ return 1
 ///   channel of the queue's head (after dropping dead waiters), as in
 ///   Redisson. Read by [`Released`](super::lock::Released).
 pub(crate) fn release(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
-    keys(ScriptCall::new(&RELEASE), name)
+    call(&RELEASE, name)
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
-        .arg(layout::channel(name))
+        .arg(Prefixed::channel(name))
         .arg(publish.command())
 }
 
@@ -211,9 +215,9 @@ pub(crate) fn abandon(
     publish: Publish,
     redisson_wait_ms: u64,
 ) -> ScriptCall {
-    keys(ScriptCall::new(&ABANDON), name)
+    call(&ABANDON, name)
         .arg(field)
-        .arg(layout::channel(name))
+        .arg(Prefixed::channel(name))
         .arg(UNLOCK_MESSAGE)
         .arg(publish.command())
         .arg(redisson_wait_ms)

@@ -54,9 +54,7 @@ return left
 ///
 /// Redisson's `countDown`.
 pub(crate) fn count_down(name: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&COUNT_DOWN)
-        .key(name)
-        .key(layout::latch_channel(name))
+    ScriptCall::new(&COUNT_DOWN, (name, layout::latch_channel(name)))
         .arg(ZERO_COUNT_MESSAGE)
         .arg(publish.command())
 }
@@ -101,9 +99,7 @@ return 0
 /// * Raises `WRONGTYPE` (from a first `GET`) when the key is not a string,
 ///   rather than deleting someone else's value.
 pub(crate) fn delete(name: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&DELETE)
-        .key(name)
-        .key(layout::latch_channel(name))
+    ScriptCall::new(&DELETE, (name, layout::latch_channel(name)))
         .arg(ZERO_COUNT_MESSAGE)
         .arg(publish.command())
 }

@@ -8,7 +8,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 
 use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
-use crate::layout;
+use crate::layout::Prefixed;
 
 /// Shared by the acquire scripts: `fence(counter, ttl_ms)` issues the next
 /// fencing token for a lock and returns it; with `ttl_ms` below zero
@@ -92,7 +92,7 @@ return {0, redis.call('pttl', KEYS[1])}
 /// token.
 ///
 /// * KEYS\[1\]: the lock key; KEYS\[2\]: the fencing counter,
-///   [`layout::token_key`].
+///   [`layout::token_key`](crate::layout::token_key).
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the owner field;
 ///   ARGV\[3\]: the counter's time to live in milliseconds, `0` for none
 ///   (the counter is then kept for ever, and a time to live it had is
@@ -126,9 +126,7 @@ pub fn acquire(name: &str, lease_ms: u64, field: &str, fencing_ttl_ms: u64) -> S
 
 /// [`acquire`], with fencing on or off.
 pub(crate) fn acquire_with(name: &str, lease_ms: u64, field: &str, fencing: Fencing) -> ScriptCall {
-    ScriptCall::new(&ACQUIRE)
-        .key(name)
-        .key(layout::token_key(name))
+    ScriptCall::new(&ACQUIRE, (name, Prefixed::token_key(name)))
         .arg(lease_ms)
         .arg(field)
         .arg(fencing.arg())
@@ -178,7 +176,7 @@ return 0
 /// No new fencing token: the owner is the same, and its guards share the
 /// first acquisition's token.
 pub(crate) fn reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
-    ScriptCall::new(&REENTER).key(name).arg(lease_ms).arg(field)
+    ScriptCall::new(&REENTER, name).arg(lease_ms).arg(field)
 }
 
 /// Shared by the plain and the fair release: with KEYS\[1\] the lock key,
@@ -213,7 +211,7 @@ return 1
 
 /// Owner-checked release of lock `name` by owner `field`.
 ///
-/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel, [`layout::channel`].
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel, [`layout::channel`](crate::layout::channel).
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: the lease in
 ///   milliseconds to restore when a re-entered hold is released but others
 ///   remain; ARGV\[3\]: the owner field; ARGV\[4\]: the command that
@@ -257,9 +255,7 @@ pub fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
 
 /// [`release`], announced with `publish`'s command.
 pub(crate) fn release_with(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE)
-        .key(name)
-        .key(layout::channel(name))
+    ScriptCall::new(&RELEASE, (name, Prefixed::channel(name)))
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
@@ -341,11 +337,10 @@ pub(crate) fn renew<'a>(
     lease_ms: u64,
     locks: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> ScriptCall {
-    let mut call = ScriptCall::new(&RENEW).arg(lease_ms);
-    for (name, field) in locks {
-        call = call.key(name).arg(field);
-    }
-    call
+    // `EVALSHA` counts the keys before the first, so they are gathered
+    // first; a watchdog batch, not the acquire's path.
+    let (names, fields): (Vec<&str>, Vec<&str>) = locks.into_iter().unzip();
+    ScriptCall::new(&RENEW, names).arg(lease_ms).arg(fields)
 }
 
 pub(super) static RENEW_ON_NODE: LazyLock<Lua> = LazyLock::new(|| {
@@ -395,16 +390,12 @@ pub(crate) fn renew_on_node<'a>(
     lease_ms: u64,
     locks: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> ScriptCall {
-    let mut call = ScriptCall::new(&RENEW_ON_NODE).arg(lease_ms);
-    let mut first = true;
-    for (name, field) in locks {
-        if first {
-            call = call.key(name);
-            first = false;
-        }
-        call = call.arg(name).arg(field);
-    }
-    call
+    let pairs: Vec<(&str, &str)> = locks.into_iter().collect();
+    let first = pairs.first().map(|(name, _)| *name);
+    // The first name is the one key, which routes the call to its node.
+    ScriptCall::new(&RENEW_ON_NODE, first.as_slice())
+        .arg(lease_ms)
+        .arg(pairs)
 }
 
 /// What one lock's renewal answered.

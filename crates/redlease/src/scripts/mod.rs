@@ -44,7 +44,9 @@ pub(crate) mod string;
 use std::fmt;
 use std::sync::LazyLock;
 
-use redis::{FromRedisValue, RedisError, Script, ScriptInvocation, ToRedisArgs};
+use redis::{
+    Arg, Cmd, ErrorKind, FromRedisValue, RedisError, Script, ServerErrorKind, ToRedisArgs,
+};
 
 use crate::connection::Connection;
 
@@ -88,12 +90,12 @@ pub(crate) fn token(reply: i64) -> Option<u64> {
 /// whose form (commands or a script) the connection picks
 /// ([`string::run`]).
 #[derive(Debug)]
-pub(crate) enum Call {
+pub(crate) enum Call<'a> {
     Script(ScriptCall),
-    String(string::StringCall),
+    String(string::StringCall<'a>),
 }
 
-impl Call {
+impl Call<'_> {
     /// Sends the call on `conn`: a script call as
     /// [`ScriptCall::run`], a string-layout call in the form `conn`'s
     /// server takes best ([`string::run`]).
@@ -105,14 +107,14 @@ impl Call {
     }
 }
 
-impl From<ScriptCall> for Call {
-    fn from(call: ScriptCall) -> Call {
+impl From<ScriptCall> for Call<'_> {
+    fn from(call: ScriptCall) -> Self {
         Call::Script(call)
     }
 }
 
-impl From<string::StringCall> for Call {
-    fn from(call: string::StringCall) -> Call {
+impl<'a> From<string::StringCall<'a>> for Call<'a> {
+    fn from(call: string::StringCall<'a>) -> Self {
         Call::String(call)
     }
 }
@@ -134,26 +136,40 @@ impl From<string::StringCall> for Call {
 #[must_use = "a script call does nothing until it is sent"]
 pub struct ScriptCall {
     script: &'static Lua,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    /// The whole command, `EVALSHA <sha> <number of keys> KEYS... ARGV...`,
+    /// packed as it is written: one buffer, where a `Vec` per key and per
+    /// argument, copied into redis-rs's own invocation, cost the hot path
+    /// a dozen allocations per call (#28).
+    cmd: Cmd,
+    /// How many of the arguments after the number are KEYS.
+    keys: usize,
 }
 
 impl ScriptCall {
-    fn new(script: &'static LazyLock<Lua>) -> ScriptCall {
+    /// A call of `script` with all its `keys`, in order: `EVALSHA` gives
+    /// their number before the first, so they come at once, and the
+    /// builder adds ARGV after them with [`arg`](ScriptCall::arg).
+    fn new(script: &'static LazyLock<Lua>, keys: impl ToRedisArgs) -> ScriptCall {
+        let script = LazyLock::force(script);
+        // Counted as written, not from `num_of_args`, which answers the
+        // number of elements of a `Vec` of pairs, not of arguments.
+        let mut count = Count(0);
+        keys.write_redis_args(&mut count);
+        // Sized for the usual call, so that packing it allocates once.
+        let mut cmd = Cmd::with_capacity(3 + count.0 + 8, 256);
+        cmd.arg("EVALSHA")
+            .arg(script.script.get_hash())
+            .arg(count.0);
+        cmd.arg(keys);
         ScriptCall {
-            script: LazyLock::force(script),
-            keys: Vec::new(),
-            args: Vec::new(),
+            script,
+            cmd,
+            keys: count.0,
         }
     }
 
-    fn key(mut self, key: impl ToRedisArgs) -> ScriptCall {
-        key.write_redis_args(&mut self.keys);
-        self
-    }
-
     fn arg(mut self, arg: impl ToRedisArgs) -> ScriptCall {
-        arg.write_redis_args(&mut self.args);
+        self.cmd.arg(arg);
         self
     }
 
@@ -194,8 +210,9 @@ impl ScriptCall {
     /// assert_eq!(call.keys()[0], b"orders:1");
     /// assert_eq!(call.keys()[1], b"redisson_lock__channel:{orders:1}");
     /// ```
-    pub fn keys(&self) -> &[Vec<u8>] {
-        &self.keys
+    pub fn keys(&self) -> Vec<Vec<u8>> {
+        let keys = parts(&self.cmd).skip(3).take(self.keys);
+        keys.map(<[u8]>::to_vec).collect()
     }
 
     /// The call's ARGV, in order.
@@ -204,11 +221,11 @@ impl ScriptCall {
     ///
     /// ```
     /// let call = redlease::scripts::acquire("orders:1", 30_000, "2b1c7f9e:1", 0);
-    /// let args: Vec<&[u8]> = call.args().iter().map(Vec::as_slice).collect();
-    /// assert_eq!(args, [&b"30000"[..], b"2b1c7f9e:1", b"0"]);
+    /// assert_eq!(call.args(), [&b"30000"[..], b"2b1c7f9e:1", b"0"]);
     /// ```
-    pub fn args(&self) -> &[Vec<u8>] {
-        &self.args
+    pub fn args(&self) -> Vec<Vec<u8>> {
+        let args = parts(&self.cmd).skip(3 + self.keys);
+        args.map(<[u8]>::to_vec).collect()
     }
 
     /// The whole command: `EVALSHA <sha> <number of keys> KEYS... ARGV...`.
@@ -229,27 +246,66 @@ impl ScriptCall {
     /// # }
     /// ```
     pub fn evalsha_args(&self) -> Vec<Vec<u8>> {
-        let mut out = Vec::with_capacity(3 + self.keys.len() + self.args.len());
-        out.push(b"EVALSHA".to_vec());
-        out.push(self.sha().as_bytes().to_vec());
-        out.push(self.keys.len().to_string().into_bytes());
-        out.extend(self.keys.iter().cloned());
-        out.extend(self.args.iter().cloned());
-        out
+        parts(&self.cmd).map(<[u8]>::to_vec).collect()
     }
 
-    /// Sends the call on `conn` (`EVALSHA`, loading the script on
-    /// `NOSCRIPT`; on a cluster, to the node of its first key).
+    /// Sends the call on `conn` (on a cluster, to the node of its first
+    /// key): `EVALSHA`, and when the server answers `NOSCRIPT` (after
+    /// `SCRIPT FLUSH`, a restart or a failover to a node that never saw the
+    /// script), `SCRIPT LOAD` and `EVALSHA` once more, as redis-rs's
+    /// `ScriptInvocation` does. The call is its own command, where a
+    /// `ScriptInvocation` would copy every key and argument into a `Vec` of
+    /// its own, then into a command (#28).
     pub(crate) async fn run<T: FromRedisValue>(&self, conn: &Connection) -> Result<T, RedisError> {
-        conn.invoke(&self.invocation()).await
+        let cmd = &self.cmd;
+        match conn.query(cmd).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                let mut load = redis::cmd("SCRIPT");
+                load.arg("LOAD").arg(self.script.source.as_str());
+                // Through the same routing as the call: on a cluster,
+                // redis-rs sends `SCRIPT LOAD` to every primary.
+                conn.query::<()>(&load).await?;
+                conn.query(cmd).await
+            }
+            answer => answer,
+        }
+    }
+}
+
+/// Command `name` with room for `args` more arguments and their bytes
+/// (an owner and a key or two), so that building it allocates twice, not
+/// once per growth as `redis::cmd` does (#28).
+pub(crate) fn command(name: &str, args: usize) -> Cmd {
+    let mut cmd = Cmd::with_capacity(1 + args, 128);
+    cmd.arg(name);
+    cmd
+}
+
+/// Counts the arguments a value writes, and keeps none.
+struct Count(usize);
+
+impl redis::RedisWrite for Count {
+    fn write_arg(&mut self, _: &[u8]) {
+        self.0 += 1;
     }
 
-    /// The call as redis-rs sends it, with its `NOSCRIPT` fallback.
-    pub(crate) fn invocation(&self) -> ScriptInvocation<'static> {
-        let mut call = self.script.script.prepare_invoke();
-        call.key(&self.keys).arg(&self.args);
-        call
+    fn write_arg_fmt(&mut self, _: impl fmt::Display) {
+        self.0 += 1;
     }
+
+    fn writer_for_next_arg(&mut self) -> impl std::io::Write + '_ {
+        self.0 += 1;
+        std::io::sink()
+    }
+}
+
+/// The arguments packed in `cmd`, in order.
+fn parts(cmd: &Cmd) -> impl Iterator<Item = &[u8]> {
+    cmd.args_iter().filter_map(|part| match part {
+        Arg::Simple(bytes) => Some(bytes),
+        // Only `SCAN`-like commands write a cursor; a script call has none.
+        _ => None,
+    })
 }
 
 impl fmt::Debug for ScriptCall {
@@ -258,8 +314,11 @@ impl fmt::Debug for ScriptCall {
         // counts are enough to tell calls apart in a log.
         f.debug_struct("ScriptCall")
             .field("script", &self.script.name)
-            .field("keys", &self.keys.len())
-            .field("args", &self.args.len())
+            .field("keys", &self.keys)
+            .field(
+                "args",
+                &self.cmd.args_iter().len().saturating_sub(3 + self.keys),
+            )
             .finish()
     }
 }
@@ -388,7 +447,7 @@ pub(crate) mod tests {
                 .map(|p| String::from_utf8(p.clone()).unwrap())
                 .collect()
         };
-        (text(call.keys()), text(call.args()))
+        (text(&call.keys()), text(&call.args()))
     }
 
     #[test]

@@ -9,7 +9,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 
 use super::lock::FENCE;
 use super::{Fencing, Lua, ScriptCall};
-use crate::layout;
+use crate::layout::Prefixed;
 
 pub(super) static ACQUIRE_ALL: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("acquire_all", &[FENCE, ACQUIRE_ALL_SRC]));
@@ -47,7 +47,7 @@ return reply
 /// [`acquire`](super::acquire) would, with a fencing token each.
 ///
 /// * KEYS: for each member in order, its lock key then its fencing counter
-///   ([`layout::token_key`]); all in one hash slot on a cluster.
+///   ([`layout::token_key`](crate::layout::token_key)); all in one hash slot on a cluster.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the counters' time to
 ///   live in milliseconds, `0` for none, `-1` for no tokens (fencing off,
 ///   each token is then `0`); ARGV\[2 + i\]: member `i`'s owner
@@ -65,13 +65,17 @@ pub(crate) fn acquire_all<'a>(
     lease_ms: u64,
     fencing: Fencing,
 ) -> ScriptCall {
-    let mut call = ScriptCall::new(&ACQUIRE_ALL)
-        .arg(lease_ms)
-        .arg(fencing.arg());
+    // `EVALSHA` counts the keys before the first, so they are gathered
+    // first.
+    let (mut keys, mut fields) = (Vec::new(), Vec::new());
     for (name, field) in members {
-        call = call.key(name).key(layout::token_key(name)).arg(field);
+        keys.push((name, Prefixed::token_key(name)));
+        fields.push(field);
     }
-    call
+    ScriptCall::new(&ACQUIRE_ALL, keys)
+        .arg(lease_ms)
+        .arg(fencing.arg())
+        .arg(fields)
 }
 
 /// What [`acquire_all`] answered.

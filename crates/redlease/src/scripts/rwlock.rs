@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 use super::lock::FENCE;
 use super::{Fencing, Lua, ScriptCall};
 use crate::connection::Publish;
-use crate::layout;
+use crate::layout::{self, Prefixed};
 
 /// The message of a read release (`LockPubSub.UNLOCK_MESSAGE`): one waiter
 /// may go.
@@ -70,14 +70,18 @@ return {1, token}
 ///   Otherwise `{0, pttl}`: a writer, or a plain lock of the same name.
 /// * Raises `WRONGTYPE` when the key holds no hash; nothing is written.
 pub(crate) fn read_acquire(name: &str, lease_ms: u64, field: &str, fencing: Fencing) -> ScriptCall {
-    ScriptCall::new(&READ_ACQUIRE)
-        .key(name)
-        .key(layout::read_timeout_prefix(name, field))
-        .key(layout::token_key(name))
-        .arg(lease_ms)
-        .arg(field)
-        .arg(writer_of(field))
-        .arg(fencing.arg())
+    ScriptCall::new(
+        &READ_ACQUIRE,
+        (
+            name,
+            layout::read_timeout_prefix(name, field),
+            Prefixed::token_key(name),
+        ),
+    )
+    .arg(lease_ms)
+    .arg(field)
+    .arg(writer_of(field))
+    .arg(fencing.arg())
 }
 
 /// The writer field of the owner whose reader field is `field`.
@@ -125,9 +129,7 @@ pub(crate) fn write_acquire(
     field: &str,
     fencing: Fencing,
 ) -> ScriptCall {
-    ScriptCall::new(&WRITE_ACQUIRE)
-        .key(name)
-        .key(layout::token_key(name))
+    ScriptCall::new(&WRITE_ACQUIRE, (name, Prefixed::token_key(name)))
         .arg(lease_ms)
         .arg(field)
         .arg(fencing.arg())
@@ -155,11 +157,12 @@ return 1
 ///   with timeout key `<prefix>:<i>` for the lease; `0` when it was not
 ///   (nothing written: a hold that is gone is never revived).
 pub(crate) fn read_reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
-    ScriptCall::new(&READ_REENTER)
-        .key(name)
-        .key(layout::read_timeout_prefix(name, field))
-        .arg(lease_ms)
-        .arg(field)
+    ScriptCall::new(
+        &READ_REENTER,
+        (name, layout::read_timeout_prefix(name, field)),
+    )
+    .arg(lease_ms)
+    .arg(field)
 }
 
 pub(super) static READ_RELEASE: LazyLock<Lua> =
@@ -215,14 +218,18 @@ return 1
 ///
 /// Redisson's read unlock, step by step, without its unlock latch.
 pub(crate) fn read_release(name: &str, field: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&READ_RELEASE)
-        .key(name)
-        .key(layout::rwlock_channel(name))
-        .key(layout::read_timeout_prefix(name, field))
-        .key(layout::read_timeout_base(name))
-        .arg(READ_UNLOCK_MESSAGE)
-        .arg(field)
-        .arg(publish.command())
+    ScriptCall::new(
+        &READ_RELEASE,
+        (
+            name,
+            layout::rwlock_channel(name),
+            layout::read_timeout_prefix(name, field),
+            layout::read_timeout_base(name),
+        ),
+    )
+    .arg(READ_UNLOCK_MESSAGE)
+    .arg(field)
+    .arg(publish.command())
 }
 
 pub(super) static WRITE_RELEASE: LazyLock<Lua> =
@@ -263,9 +270,7 @@ pub(crate) fn write_release(
     field: &str,
     publish: Publish,
 ) -> ScriptCall {
-    ScriptCall::new(&WRITE_RELEASE)
-        .key(name)
-        .key(layout::rwlock_channel(name))
+    ScriptCall::new(&WRITE_RELEASE, (name, layout::rwlock_channel(name)))
         .arg(WRITE_UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
@@ -312,14 +317,17 @@ pub(crate) fn renew_reads<'a>(
     lease_ms: u64,
     holds: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> ScriptCall {
-    let mut call = ScriptCall::new(&RENEW_READS).arg(lease_ms);
+    // `EVALSHA` counts the keys before the first, so they are gathered
+    // first; a watchdog batch, not the acquire's path.
+    let (mut keys, mut fields) = (Vec::new(), Vec::new());
     for (name, field) in holds {
-        call = call
-            .key(name)
-            .key(layout::read_timeout_prefix(name, field))
-            .arg(field);
+        keys.push(name.to_owned());
+        keys.push(layout::read_timeout_prefix(name, field));
+        fields.push(field);
     }
-    call
+    ScriptCall::new(&RENEW_READS, keys)
+        .arg(lease_ms)
+        .arg(fields)
 }
 
 #[cfg(test)]

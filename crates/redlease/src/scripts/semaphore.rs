@@ -68,7 +68,7 @@ return {0, available}
 /// returned so that a waiter can tell "none free" from "some free, but not
 /// enough for me" ([`Taken`]).
 pub(crate) fn acquire(name: &str, permits: u64) -> ScriptCall {
-    ScriptCall::new(&ACQUIRE).key(name).arg(permits)
+    ScriptCall::new(&ACQUIRE, name).arg(permits)
 }
 
 /// What [`acquire`] answered.
@@ -139,9 +139,7 @@ pub(crate) fn add_permits(name: &str, delta: i64, publish: Publish) -> ScriptCal
 }
 
 fn change(name: &str, delta: impl redis::ToRedisArgs, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE)
-        .key(name)
-        .key(layout::semaphore_channel(name))
+    ScriptCall::new(&RELEASE, (name, layout::semaphore_channel(name)))
         .arg(delta)
         .arg(publish.command())
 }
@@ -182,9 +180,7 @@ return tonumber(ARGV[1])
 /// [`try_set_permits`] without its "only if missing" condition, announced
 /// the same way, so that waiters wake for the permits it makes available.
 pub(crate) fn set_permits(name: &str, permits: u64, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&SET_PERMITS)
-        .key(name)
-        .key(layout::semaphore_channel(name))
+    ScriptCall::new(&SET_PERMITS, (name, layout::semaphore_channel(name)))
         .arg(permits)
         .arg(publish.command())
 }
@@ -223,9 +219,7 @@ pub(super) fn set_if_missing(
     count: u64,
     publish: Publish,
 ) -> ScriptCall {
-    ScriptCall::new(&SET_IF_MISSING)
-        .key(name)
-        .key(channel)
+    ScriptCall::new(&SET_IF_MISSING, (name, channel))
         .arg(message)
         .arg(count)
         .arg(publish.command())

@@ -32,9 +32,9 @@ use std::sync::LazyLock;
 use redis::{ErrorKind, RedisError, Value};
 
 use super::lock::FENCE;
-use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE, command};
 use crate::connection::{Connection, Natives, Publish};
-use crate::layout;
+use crate::layout::Prefixed;
 
 /// A token `INCR` answers below this came from a counter that was missing
 /// (or restarted by Redisson): see [`FENCE`](super::lock::FENCE).
@@ -43,15 +43,17 @@ const CLOCK_FLOOR: i64 = 1_000_000_000_000_000;
 const TOKEN_CEILING: i64 = 9_007_199_254_740_991;
 
 /// One call of the string layout, before the connection picks its form.
+/// It borrows its names: it is built and sent at once, and a copy of each
+/// cost the hot path an allocation (#28).
 #[derive(Debug)]
-pub(crate) enum StringCall {
+pub(crate) enum StringCall<'a> {
     /// Take `key` for `owner` for `lease_ms`, with a fencing token from
     /// `counter` unless fencing is off. Answers as the lock's acquire
     /// script: `{1, token}` (`{1, 0}` with fencing off) or `{0, pttl}`.
     Acquire {
-        key: String,
-        counter: String,
-        owner: String,
+        key: &'a str,
+        counter: Prefixed<'a>,
+        owner: &'a str,
         lease_ms: u64,
         fencing: Fencing,
     },
@@ -59,46 +61,51 @@ pub(crate) enum StringCall {
     /// `channel`. Answers as the lock's release script: `1`, or nil when
     /// the key did not hold `owner`.
     Release {
-        key: String,
-        channel: String,
-        owner: String,
+        key: &'a str,
+        channel: Prefixed<'a>,
+        owner: &'a str,
         publish: Publish,
     },
     /// Set `key`'s expiry to `lease_ms` from now if it holds `owner`.
     /// Answers as the lock's renewal script for one lock: `{1}` or `{0}`.
     Extend {
-        key: String,
-        owner: String,
+        key: &'a str,
+        owner: &'a str,
         lease_ms: u64,
     },
 }
 
 /// Take lock `name` for `owner`; see [`StringCall::Acquire`].
-pub(crate) fn acquire(name: &str, lease_ms: u64, owner: &str, fencing: Fencing) -> StringCall {
+pub(crate) fn acquire<'a>(
+    name: &'a str,
+    lease_ms: u64,
+    owner: &'a str,
+    fencing: Fencing,
+) -> StringCall<'a> {
     StringCall::Acquire {
-        key: name.to_owned(),
-        counter: layout::token_key(name),
-        owner: owner.to_owned(),
+        key: name,
+        counter: Prefixed::token_key(name),
+        owner,
         lease_ms,
         fencing,
     }
 }
 
 /// Release lock `name` held by `owner`; see [`StringCall::Release`].
-pub(crate) fn release(name: &str, owner: &str, publish: Publish) -> StringCall {
+pub(crate) fn release<'a>(name: &'a str, owner: &'a str, publish: Publish) -> StringCall<'a> {
     StringCall::Release {
-        key: name.to_owned(),
-        channel: layout::channel(name),
-        owner: owner.to_owned(),
+        key: name,
+        channel: Prefixed::channel(name),
+        owner,
         publish,
     }
 }
 
 /// Extend lock `name` held by `owner`; see [`StringCall::Extend`].
-pub(crate) fn extend(name: &str, lease_ms: u64, owner: &str) -> StringCall {
+pub(crate) fn extend<'a>(name: &'a str, lease_ms: u64, owner: &'a str) -> StringCall<'a> {
     StringCall::Extend {
-        key: name.to_owned(),
-        owner: owner.to_owned(),
+        key: name,
+        owner,
         lease_ms,
     }
 }
@@ -123,10 +130,8 @@ return 1
 /// * Returns `1` when the key held the owner's value: it was deleted and the
 ///   release announced. Returns nil otherwise (expired, taken over, or the
 ///   key holds another type, which is left untouched).
-fn release_script(key: &str, channel: &str, owner: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE)
-        .key(key)
-        .key(channel)
+fn release_script(key: &str, channel: Prefixed<'_>, owner: &str, publish: Publish) -> ScriptCall {
+    ScriptCall::new(&RELEASE, (key, channel))
         .arg(owner)
         .arg(UNLOCK_MESSAGE)
         .arg(publish.command())
@@ -144,41 +149,39 @@ return fence(KEYS[1], ARGV[1])
 /// * KEYS\[1\]: the fencing counter, [`layout::token_key`].
 /// * ARGV\[1\]: the counter's time to live in milliseconds, `0` for none.
 /// * Returns the token; raises as `FENCE` does.
-fn fence_script(counter: &str, fencing_ttl_ms: u64) -> ScriptCall {
-    ScriptCall::new(&FENCE_ONLY)
-        .key(counter)
-        .arg(fencing_ttl_ms)
+fn fence_script(counter: Prefixed<'_>, fencing_ttl_ms: u64) -> ScriptCall {
+    ScriptCall::new(&FENCE_ONLY, counter).arg(fencing_ttl_ms)
 }
 
 /// Sends `call` on `conn` in the form the server takes best, and answers
 /// in the shape of the Redisson layout's script of the same role.
-pub(crate) async fn run(conn: &Connection, call: &StringCall) -> Result<Value, RedisError> {
-    match call {
+pub(crate) async fn run(conn: &Connection, call: &StringCall<'_>) -> Result<Value, RedisError> {
+    match *call {
         StringCall::Acquire {
             key,
             counter,
             owner,
             lease_ms,
             fencing,
-        } => acquire_now(conn, key, counter, owner, *lease_ms, *fencing).await,
+        } => acquire_now(conn, key, counter, owner, lease_ms, fencing).await,
         StringCall::Release {
             key,
             channel,
             owner,
             publish,
-        } => release_now(conn, key, channel, owner, *publish).await,
+        } => release_now(conn, key, channel, owner, publish).await,
         StringCall::Extend {
             key,
             owner,
             lease_ms,
-        } => extend_now(conn, key, owner, *lease_ms).await,
+        } => extend_now(conn, key, owner, lease_ms).await,
     }
 }
 
 async fn acquire_now(
     conn: &Connection,
     key: &str,
-    counter: &str,
+    counter: Prefixed<'_>,
     owner: &str,
     lease_ms: u64,
     fencing: Fencing,
@@ -188,7 +191,7 @@ async fn acquire_now(
     } = fencing
     else {
         // No token: the `SET` alone, no transaction and one reply (#28).
-        let mut set = redis::cmd("SET");
+        let mut set = command("SET", 5);
         set.arg(key).arg(owner).arg("NX").arg("PX").arg(lease_ms);
         return match conn.query(&set).await? {
             Value::Okay => Ok(Value::Array(vec![Value::Int(1), Value::Int(0)])),
@@ -198,16 +201,16 @@ async fn acquire_now(
     };
     let mut pipe = redis::pipe();
     pipe.atomic().ignore_errors();
-    pipe.cmd("SET")
-        .arg(key)
-        .arg(owner)
-        .arg("NX")
-        .arg("PX")
-        .arg(lease_ms);
-    pipe.cmd("INCR").arg(counter);
+    let mut set = command("SET", 5);
+    set.arg(key).arg(owner).arg("NX").arg("PX").arg(lease_ms);
+    let mut incr = command("INCR", 1);
+    incr.arg(counter);
+    pipe.add_command(set).add_command(incr);
     if fencing_ttl_ms == 0 {
         // Redisson's `RFencedLock` shares the counter: it must not expire.
-        pipe.cmd("PERSIST").arg(counter).ignore();
+        let mut persist = command("PERSIST", 1);
+        persist.arg(counter);
+        pipe.add_command(persist).ignore();
     }
     let replies = conn.query_pipe(&pipe).await.map_err(first_refusal)?;
     let mut replies = replies.into_iter();
@@ -243,8 +246,8 @@ async fn acquire_now(
     match token {
         Ok(token) => Ok(Value::Array(vec![Value::Int(1), Value::Int(token)])),
         Err(e) => {
-            let channel = layout::channel(key);
-            if let Err(undo) = release_now(conn, key, &channel, owner, conn.publish()).await {
+            let channel = Prefixed::channel(key);
+            if let Err(undo) = release_now(conn, key, channel, owner, conn.publish()).await {
                 tracing::warn!(key, error = %undo, "could not release a lock whose fencing token failed; it expires after its lease");
             }
             Err(e)
@@ -303,7 +306,7 @@ fn is_redlease_owner(value: &[u8]) -> bool {
 async fn release_now(
     conn: &Connection,
     key: &str,
-    channel: &str,
+    channel: Prefixed<'_>,
     owner: &str,
     publish: Publish,
 ) -> Result<Value, RedisError> {
@@ -323,15 +326,24 @@ async fn native_release(
     conn: &Connection,
     natives: Natives,
     key: &str,
-    channel: &str,
+    channel: Prefixed<'_>,
     owner: &str,
     publish: Publish,
 ) -> Option<Result<Value, RedisError>> {
     let mut pipe = redis::pipe();
-    match natives {
-        Natives::DelEx => pipe.cmd("DELEX").arg(key).arg("IFEQ").arg(owner),
-        _ => pipe.cmd("DELIFEQ").arg(key).arg(owner),
+    let delete = match natives {
+        Natives::DelEx => {
+            let mut delex = command("DELEX", 3);
+            delex.arg(key).arg("IFEQ").arg(owner);
+            delex
+        }
+        _ => {
+            let mut delifeq = command("DELIFEQ", 2);
+            delifeq.arg(key).arg(owner);
+            delifeq
+        }
     };
+    pipe.add_command(delete);
     // Sent with the delete, not after its reply: one round trip. A refused
     // release announces too, which only wakes a waiter to find the lock
     // still held.
@@ -469,7 +481,7 @@ mod tests {
 
     #[test]
     fn release_script_packs_key_channel_owner_message_command() {
-        let call = release_script("a", &layout::channel("a"), "u:1", Publish::Sharded);
+        let call = release_script("a", Prefixed::channel("a"), "u:1", Publish::Sharded);
         let (keys, args) = packed(&call);
         assert_eq!(keys, ["a", "redisson_lock__channel:{a}"]);
         assert_eq!(args, ["u:1", "0", "spublish"]);
@@ -493,7 +505,7 @@ mod tests {
 
     #[test]
     fn fence_script_packs_counter_and_ttl() {
-        let (keys, args) = packed(&fence_script("redisson_lock_token:{a}", 0));
+        let (keys, args) = packed(&fence_script(Prefixed::token_key("a"), 0));
         assert_eq!(keys, ["redisson_lock_token:{a}"]);
         assert_eq!(args, ["0"]);
     }
@@ -506,12 +518,21 @@ mod tests {
             panic!("an acquire")
         };
         assert_eq!(
-            (key.as_str(), counter.as_str()),
-            ("o:1", "redisson_lock_token:{o:1}")
+            (key, counter.to_string()),
+            ("o:1", crate::layout::token_key("o:1"))
         );
         let StringCall::Release { channel, .. } = release("o:1", "u:1", Publish::Plain) else {
             panic!("a release")
         };
-        assert_eq!(channel, "redisson_lock__channel:{o:1}");
+        assert_eq!(channel.to_string(), "redisson_lock__channel:{o:1}");
+        // Packed as the `String` it stands for, with or without a hash tag.
+        for name in ["o:1", "{o}:1"] {
+            let mut cmd = redis::Cmd::new();
+            cmd.arg(Prefixed::channel(name))
+                .arg(Prefixed::token_key(name));
+            let parts: Vec<&[u8]> = super::super::parts(&cmd).collect();
+            let names = [crate::layout::channel(name), crate::layout::token_key(name)];
+            assert_eq!(parts, names.map(String::into_bytes));
+        }
     }
 }

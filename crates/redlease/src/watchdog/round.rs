@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use ::metrics::SharedString;
+use crate::metrics::Label;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
@@ -152,7 +152,7 @@ async fn renew_batches(
 }
 
 /// A lock of a renewal batch: id, name, owner field, metrics label.
-type Batched = (u64, Arc<str>, Arc<str>, SharedString);
+type Batched = (u64, Arc<str>, Arc<str>, Label);
 
 /// Renews the locks of `chunk` still registered, in one call: whether the
 /// call went through, and the locks it could not renew where it ran.
