@@ -1169,6 +1169,7 @@ impl ClientBuilder {
             shared: Shared::new(Inner {
                 conn,
                 id,
+                labels: Default::default(),
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
                 layout: self.layout,

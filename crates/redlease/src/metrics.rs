@@ -14,8 +14,9 @@
 //! Acquire outcomes and losses carry a second label, [`OUTCOME_LABEL`] or
 //! [`REASON_LABEL`].
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -104,6 +105,35 @@ pub(crate) fn shared_label(name: &str) -> Label {
         value: SharedString::from(Arc::<str>::from(lock_label(name))),
         keys: Default::default(),
     }))
+}
+
+/// The labels a client's handles share, by value: a handle per order id
+/// (`client.lock(format!("order:{id}"))`) then costs one lookup, not a
+/// [`Label`] of its own with its slots (about 1.3 KiB, which the scale
+/// bench found on every held lock: #28). Label values are bounded by
+/// design ([`lock_label`]); past [`Labels::MAX`] of them, new ones are not
+/// kept.
+#[derive(Default)]
+pub(crate) struct Labels(Mutex<HashMap<Box<str>, Label>>);
+
+impl Labels {
+    /// The most label values kept.
+    const MAX: usize = 1024;
+
+    /// The label of lock `name`.
+    pub(crate) fn of(&self, name: &str) -> Label {
+        let value = lock_label(name);
+        // A panic elsewhere while holding the lock leaves the map whole.
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(label) = kept.get(value) {
+            return label.clone();
+        }
+        let label = shared_label(name);
+        if kept.len() < Self::MAX {
+            kept.insert(value.into(), label.clone());
+        }
+        label
+    }
 }
 
 /// A lock handle's [`LOCK_LABEL`] value with the keys of its series, each
@@ -320,6 +350,22 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_28_handles_of_one_label_share_it() {
+        let labels = Labels::default();
+        let (a, b) = (labels.of("order:1"), labels.of("order:2"));
+        assert!(Arc::ptr_eq(&a.0, &b.0), "one label, one set of series");
+        let other = labels.of("invoice:1");
+        assert!(!Arc::ptr_eq(&a.0, &other.0));
+        assert_ne!(a, other);
+        // Past the cap, a label still works, it is just not kept.
+        for i in 0..Labels::MAX + 10 {
+            labels.of(&format!("group{i}:x"));
+        }
+        assert_eq!(labels.0.lock().unwrap().len(), Labels::MAX);
+        assert_eq!(labels.of("group2000:x"), labels.of("group2000:y"));
+    }
 
     #[test]
     fn labels_are_bounded_prefixes() {

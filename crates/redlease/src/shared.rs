@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     /// Random per client, like Redisson's client UUID: owner fields are
     /// `<id>:<n>`, so two processes never mistake each other's holds.
     pub(crate) id: String,
+    /// Metrics labels by value, shared by this client's handles.
+    pub(crate) labels: crate::metrics::Labels,
     /// A new `n` for every acquisition: re-entry is opt-in (an owner scope),
     /// so by default two acquisitions in one process exclude each other
     /// exactly as two processes do.
@@ -153,7 +155,8 @@ impl fmt::Debug for Shared {
 
 /// What every primitive's handle holds, made once when the client makes
 /// the handle: the client's parts, the name (the Redis key) and the name's
-/// metrics label ([`crate::metrics::shared_label`]). The front reads a
+/// metrics label (shared by the client's handles of that label, see
+/// [`Labels`](crate::metrics::Labels)). The front reads a
 /// primitive's through [`Primitive::handle`](crate::front::Primitive::handle).
 #[derive(Clone, Debug)]
 pub(crate) struct Handle {
@@ -166,8 +169,8 @@ impl Handle {
     /// A handle of `client`'s on `name`.
     pub(crate) fn new(client: Shared, name: Arc<str>) -> Handle {
         Handle {
+            label: client.inner.labels.of(&name),
             client,
-            label: crate::metrics::shared_label(&name),
             name,
         }
     }
