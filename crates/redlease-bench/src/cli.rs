@@ -165,6 +165,13 @@ pub(crate) enum Bench {
         #[arg(long, default_value_t = 1, value_parser = at_least_one())]
         tasks: usize,
     },
+    /// Redis memory and keys left after NAMES distinct names were each
+    /// locked and unlocked once, per layout, fencing on and off (#28).
+    /// Not part of `all`.
+    Names {
+        #[arg(default_value_t = 1_000_000, value_parser = at_least_one())]
+        names: usize,
+    },
     /// Replaces what is between FILE's generated-section markers with
     /// stdin (scripts/bench: `splice docs/BENCHMARKS.md < report.md`).
     Splice { file: PathBuf },
@@ -176,6 +183,13 @@ pub(crate) enum Bench {
         /// The lock layout: `string` for the string layout.
         #[arg(long, default_value = "redisson", value_parser = ["redisson", "string"])]
         layout: String,
+        /// `off`: a client built with `fencing(false)` (#28).
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        fencing: String,
+        /// The same commands sent by redis-rs alone, without redlease:
+        /// the floor under its cost (#28).
+        #[arg(long)]
+        floor: bool,
     },
     /// One of `fairness`'s contending processes (run by the bench itself).
     #[command(hide = true)]
@@ -283,6 +297,7 @@ pub(crate) enum Measurement {
     Cluster(Run),
     ClusterScale(Run),
     RedLock(crate::redlock::Plan),
+    Names { names: usize },
 }
 
 /// `all`: every measurement but throughput, in the order they run, each
@@ -343,7 +358,7 @@ mod tests {
         ));
         assert!(matches!(
             parse(&["pairs-worker", "redis://127.0.0.1:1", "1000"]),
-            Some(Bench::PairsWorker { url, pairs: 1000, layout }) if url == "redis://127.0.0.1:1" && layout == "redisson"
+            Some(Bench::PairsWorker { url, pairs: 1000, layout, fencing, floor: false }) if url == "redis://127.0.0.1:1" && layout == "redisson" && fencing == "on"
         ));
         assert!(matches!(
             parse(&["scale", "--cluster", "5", "100"]),
@@ -434,6 +449,7 @@ mod tests {
                 Measurement::Throughput(_) => panic!("all leaves throughput out"),
                 Measurement::Scriptcost { .. } => panic!("all leaves scriptcost out"),
                 Measurement::RedLock(_) => panic!("all leaves redlock out"),
+                Measurement::Names { .. } => panic!("all leaves names out"),
             }
         }
         match &all(None, &[])[0] {

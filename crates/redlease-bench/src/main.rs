@@ -15,6 +15,7 @@
 //! cargo run --release -p redlease-bench -- scale [--cluster] [SECONDS] [LOCKS...]
 //! cargo run --release -p redlease-bench -- cluster [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- roundtrips
+//! cargo run --release -p redlease-bench -- names [NAMES]
 //! cargo run --release -p redlease-bench -- redlock [SECONDS] [MASTERS...] [--runs N] [--tasks N]
 //! cargo run --release -p redlease-bench -- --help
 //! ```
@@ -29,7 +30,9 @@ mod cli;
 mod cluster;
 mod compare;
 mod fairness;
+mod floor;
 mod handoff;
+mod names;
 mod peer;
 mod probe;
 mod redisson;
@@ -105,6 +108,7 @@ async fn main() -> ExitCode {
             runs,
             tasks,
         })],
+        Bench::Names { names } => vec![Measurement::Names { names }],
         Bench::Splice { file } => {
             return match splice::splice(&file) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -114,12 +118,22 @@ async fn main() -> ExitCode {
                 }
             };
         }
-        Bench::PairsWorker { url, pairs, layout } => {
+        Bench::PairsWorker {
+            url,
+            pairs,
+            layout,
+            fencing,
+            floor,
+        } => {
             let layout = match layout.as_str() {
                 "string" => redlease::layout::Layout::String,
                 _ => redlease::layout::Layout::Redisson,
             };
-            throughput::pairs_worker(&url, pairs, layout).await;
+            let fencing = fencing == "on";
+            match floor {
+                true => floor::worker(&url, pairs, layout, fencing).await,
+                false => throughput::pairs_worker(&url, pairs, layout, fencing).await,
+            }
             return ExitCode::SUCCESS;
         }
         Bench::FairnessWorker {
@@ -152,6 +166,10 @@ async fn main() -> ExitCode {
 /// (`redlock` starts independent masters of its own; the server idles).
 async fn measure(plan: Vec<Measurement>) {
     let server = RedisServer::start();
+    // A run of several measurements ends with `versus`'s verdicts, which
+    // are otherwise far up in its output (#28).
+    let several = plan.len() > 1;
+    let mut ratios: Vec<String> = Vec::new();
     // Started at the first measurement that needs it, once.
     let mut cluster: Option<RedisCluster> = None;
     println!(
@@ -177,7 +195,7 @@ async fn measure(plan: Vec<Measurement>) {
                 let chart_dir = workspace().join("target/bench");
                 std::fs::create_dir_all(&chart_dir).expect("create target/bench");
                 let manifest = workspace().join(peer::MANIFEST);
-                versus::run(&server, &plan, &manifest, Some(&chart_dir)).await;
+                ratios.extend(versus::run(&server, &plan, &manifest, Some(&chart_dir)).await);
             }
             Measurement::Redisson(plan) => {
                 let manifest = workspace().join(peer::MANIFEST);
@@ -197,6 +215,7 @@ async fn measure(plan: Vec<Measurement>) {
             Measurement::Cluster(run) => {
                 cluster::run(&server, started(&mut cluster), run.seconds, &run.counts).await;
             }
+            Measurement::Names { names } => names::run(&server, names).await,
             Measurement::RedLock(plan) => {
                 redlock::run(&plan, &workspace().join(peer::MANIFEST)).await;
             }
@@ -208,6 +227,13 @@ async fn measure(plan: Vec<Measurement>) {
                 );
             }
         }
+    }
+    if several && !ratios.is_empty() {
+        println!("## Against rslock, in this run (medians; the tables are above)\n");
+        for line in ratios {
+            println!("- {line}");
+        }
+        println!();
     }
 }
 

@@ -250,9 +250,18 @@ fn run_redis_benchmark(
 /// `valgrind --tool=callgrind`: the difference between two runs with
 /// different `PAIRS`, divided by the difference, is the client's cost of one
 /// pair without the set-up.
-pub(crate) async fn pairs_worker(url: &str, pairs: u64, layout: redlease::layout::Layout) {
+pub(crate) async fn pairs_worker(
+    url: &str,
+    pairs: u64,
+    layout: redlease::layout::Layout,
+    fencing: bool,
+) {
     let client = redlease::Client::builder(url)
         .layout(layout)
+        .fencing(fencing)
+        // Under valgrind a reply takes many times longer than the default
+        // allows on a busy machine.
+        .response_timeout(Duration::from_secs(60))
         .build()
         .await
         .expect("connect");
