@@ -25,10 +25,12 @@
 //! module packs a command (`connection/` aside, which speaks the protocol
 //! itself).
 //!
-//! Calls are sent as [`redis::Script`] invocations: each is an `EVALSHA`,
-//! and redis-rs loads the script and retries once when the server answers
-//! `NOSCRIPT` (after `SCRIPT FLUSH` or a restart). Scripts are never
-//! pipelined, because that fallback does not apply inside pipelines.
+//! Each call is sent as one `EVALSHA` command, packed once by its builder
+//! ([`ScriptCall`]); when the server answers `NOSCRIPT` (after `SCRIPT
+//! FLUSH`, a restart or a failover) the call loads its script and is sent
+//! once more, as redis-rs's `ScriptInvocation` does, without its copies of
+//! every key and argument (#28). Scripts are never pipelined, because that
+//! fallback does not apply inside pipelines.
 
 pub(crate) mod admin;
 pub(crate) mod commands;
