@@ -2,8 +2,8 @@
 //! facade.
 //!
 //! The library installs no recorder: with none installed a call records
-//! nothing and allocates nothing (each series' key is built once per lock
-//! handle, when first recorded: #28). Install one (for example
+//! nothing and allocates nothing (each series' key is built once per label
+//! and client, when first recorded: #28). Install one (for example
 //! `metrics-exporter-prometheus`, as in the crate's `prometheus` example)
 //! to collect them.
 //!
@@ -98,8 +98,9 @@ pub fn lock_label(name: &str) -> &str {
     &name[..end]
 }
 
-/// A lock's label, computed once per [`Lock`](crate::Lock) and shared by its
-/// guards: recording a metric then clones an `Arc`, not the string.
+/// A lock's label of its own (a RedLock's, which spans clients); a
+/// client's handles take theirs from [`Labels`]. Shared by its guards:
+/// recording a metric then clones an `Arc`, not the string.
 pub(crate) fn shared_label(name: &str) -> Label {
     Label(Arc::new(Series {
         value: SharedString::from(Arc::<str>::from(lock_label(name))),

@@ -376,21 +376,13 @@ impl redis::ToRedisArgs for Prefixed<'_> {
     }
 }
 
-fn prefixed(prefix: &str, name: &str) -> String {
+fn prefixed(prefix: &'static str, name: &str) -> String {
     // Pushed rather than `format!`ted: this runs on every acquire and
     // release, and the formatting machinery costs several times the copy
-    // (callgrind, docs/BENCHMARKS.md).
-    let braced = !name.contains('{');
-    let mut key = String::with_capacity(prefix.len() + name.len() + 3);
-    key.push_str(prefix);
-    key.push(':');
-    if braced {
-        key.push('{');
-    }
-    key.push_str(name);
-    if braced {
-        key.push('}');
-    }
+    // (callgrind, docs/BENCHMARKS.md). The braces follow `Prefixed`'s rule.
+    let parts = Prefixed { prefix, name }.parts();
+    let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    parts.iter().for_each(|part| key.push_str(part));
     key
 }
 

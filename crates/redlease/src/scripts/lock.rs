@@ -100,8 +100,8 @@ return {0, redis.call('pttl', KEYS[1])}
 ///   touched).
 /// * Returns `{1, token}` when acquired (the field's count went up by one,
 ///   the key's expiry is now the lease, and `token` is the new fencing
-///   token, or `0` with fencing off), otherwise `{0, pttl}` with the key's `PTTL` in milliseconds
-///   (`-1` if someone removed the expiry).
+///   token, or `0` with fencing off), otherwise `{0, pttl}` with the key's
+///   `PTTL` in milliseconds (`-1` if someone removed the expiry).
 /// * Raises `WRONGTYPE` when the lock key holds something other than a hash
 ///   or the counter something other than a string, and an error when the
 ///   counter is not an integer; nothing is written then.
@@ -211,7 +211,8 @@ return 1
 
 /// Owner-checked release of lock `name` by owner `field`.
 ///
-/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel, [`layout::channel`](crate::layout::channel).
+/// * KEYS\[1\]: the lock key; KEYS\[2\]: its channel,
+///   [`layout::channel`](crate::layout::channel).
 /// * ARGV\[1\]: the unlock message (`0`); ARGV\[2\]: the lease in
 ///   milliseconds to restore when a re-entered hold is released but others
 ///   remain; ARGV\[3\]: the owner field; ARGV\[4\]: the command that

@@ -47,7 +47,8 @@ return reply
 /// [`acquire`](super::acquire) would, with a fencing token each.
 ///
 /// * KEYS: for each member in order, its lock key then its fencing counter
-///   ([`layout::token_key`](crate::layout::token_key)); all in one hash slot on a cluster.
+///   ([`layout::token_key`](crate::layout::token_key)); all in one hash
+///   slot on a cluster.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the counters' time to
 ///   live in milliseconds, `0` for none, `-1` for no tokens (fencing off,
 ///   each token is then `0`); ARGV\[2 + i\]: member `i`'s owner

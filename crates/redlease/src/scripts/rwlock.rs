@@ -115,7 +115,8 @@ return {0, redis.call('pttl', KEYS[1])}
 ///
 /// * KEYS\[1\]: the lock hash; KEYS\[2\]: the fencing counter.
 /// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: the writer field;
-///   ARGV\[3\]: the fencing counter's time to live, `0` for none, `-1` for no token (fencing off).
+///   ARGV\[3\]: the fencing counter's time to live, `0` for none, `-1`
+///   for no token (fencing off).
 /// * Returns `{1, token}` when the key was free (the hash is created with
 ///   `mode = write` and the writer at 1, expiring after the lease) or this
 ///   writer holds it (count up by one, the lease added to the time to live,
@@ -321,8 +322,7 @@ pub(crate) fn renew_reads<'a>(
     // first; a watchdog batch, not the acquire's path.
     let (mut keys, mut fields) = (Vec::new(), Vec::new());
     for (name, field) in holds {
-        keys.push(name.to_owned());
-        keys.push(layout::read_timeout_prefix(name, field));
+        keys.push((name, layout::read_timeout_prefix(name, field)));
         fields.push(field);
     }
     ScriptCall::new(&RENEW_READS, keys)
