@@ -96,52 +96,77 @@ pub(crate) async fn acquire<P: Primitive>(
     patience: Patience,
 ) -> Result<P::Guard, Error> {
     let handle = primitive.handle();
-    observed(P::KIND, &handle.name, &handle.label, async {
-        let started = Instant::now();
-        let mut contender = match primitive.begin(patience).await? {
-            Begin::Held(guard, outcome) => return Ok((guard, outcome)),
-            Begin::Contend(contender) => contender,
-        };
-        let wait = match patience {
-            Patience::Once => {
-                return match contender.attempt_once().await? {
-                    Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
-                    Attempt::Busy(_) | Attempt::Short(_) => Err(contender.busy(started.elapsed())),
-                };
-            }
-            Patience::Within(wait) => Some(wait),
-            Patience::Forever => None,
-        };
-        let guard = wait::wait(&handle.client, &mut contender, wait).await?;
-        Ok((guard, Outcome::Acquired))
-    })
-    .await
+    let observed = Observed::start(P::KIND, &handle.name, &handle.label);
+    // Built in the `.await` expression, not passed to a function: a future
+    // held by an argument and again by the future wrapping it takes its
+    // size twice in the caller's future (#28: `try_lock` was 6.5 KB).
+    let result = contend(primitive, patience)
+        .instrument(observed.span())
+        .await;
+    observed.end(result)
 }
 
-/// Runs an acquire call in an `acquire` span and records its outcome and
-/// duration ([`crate::metrics::ACQUIRES`], [`crate::metrics::WAIT_SECONDS`]), `cancelled` if the call
-/// is dropped before it ends. For primitives that do not wait through
-/// [`acquire`] (a RedLock retries on its own).
-pub(crate) async fn observed<G>(
-    kind: &'static str,
-    name: &str,
-    label: &Label,
-    call: impl Future<Output = Result<(G, Outcome), Error>>,
-) -> Result<G, Error> {
-    let span = tracing::debug_span!(
-        "acquire",
-        kind,
-        key = %name,
-        outcome = tracing::field::Empty,
-    );
-    let mut observation = AcquireObservation::start(label);
-    let result = call.instrument(span.clone()).await;
-    let (result, outcome) = match result {
-        Ok((guard, outcome)) => (Ok(guard), outcome),
-        Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
-        Err(e) => (Err(e), Outcome::Error),
+/// The acquire itself, as [`acquire`] observes it.
+async fn contend<P: Primitive>(
+    primitive: &P,
+    patience: Patience,
+) -> Result<(P::Guard, Outcome), Error> {
+    let started = Instant::now();
+    let mut contender = match primitive.begin(patience).await? {
+        Begin::Held(guard, outcome) => return Ok((guard, outcome)),
+        Begin::Contend(contender) => contender,
     };
-    observation.end(outcome);
-    span.record("outcome", outcome.as_str());
-    result
+    let wait = match patience {
+        Patience::Once => {
+            return match contender.attempt_once().await? {
+                Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
+                Attempt::Busy(_) | Attempt::Short(_) => Err(contender.busy(started.elapsed())),
+            };
+        }
+        Patience::Within(wait) => Some(wait),
+        Patience::Forever => None,
+    };
+    let guard = wait::wait(&primitive.handle().client, &mut contender, wait).await?;
+    Ok((guard, Outcome::Acquired))
+}
+
+/// An acquire call's `acquire` span and its outcome and duration
+/// ([`crate::metrics::ACQUIRES`], [`crate::metrics::WAIT_SECONDS`]),
+/// `cancelled` if the call is dropped before [`end`](Observed::end). Used
+/// by [`acquire`], and by primitives that do not wait through it (a
+/// RedLock retries on its own).
+pub(crate) struct Observed<'a> {
+    span: tracing::Span,
+    observation: AcquireObservation<'a>,
+}
+
+impl<'a> Observed<'a> {
+    pub(crate) fn start(kind: &'static str, name: &str, label: &'a Label) -> Observed<'a> {
+        Observed {
+            span: tracing::debug_span!(
+                "acquire",
+                kind,
+                key = %name,
+                outcome = tracing::field::Empty,
+            ),
+            observation: AcquireObservation::start(label),
+        }
+    }
+
+    /// The span to run the call in.
+    pub(crate) fn span(&self) -> tracing::Span {
+        self.span.clone()
+    }
+
+    /// Records how the call ended.
+    pub(crate) fn end<G>(mut self, result: Result<(G, Outcome), Error>) -> Result<G, Error> {
+        let (result, outcome) = match result {
+            Ok((guard, outcome)) => (Ok(guard), outcome),
+            Err(e) if e.is_busy() => (Err(e), Outcome::Busy),
+            Err(e) => (Err(e), Outcome::Error),
+        };
+        self.observation.end(outcome);
+        self.span.record("outcome", outcome.as_str());
+        result
+    }
 }

@@ -7,12 +7,13 @@
 //! release, releases in the background. A primitive's guard wraps a `Hold`
 //! and adds only what it shows its users.
 
-use std::sync::Arc;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::metrics::Label;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
@@ -53,7 +54,11 @@ pub(crate) struct Expiry(Arc<ExpiryState>);
 
 #[derive(Debug)]
 struct ExpiryState {
-    at: watch::Sender<Instant>,
+    /// A std mutex: held only to copy or store the instant.
+    at: Mutex<Instant>,
+    /// Wakes `until_passed` when `at` moves. A `watch` channel did both in
+    /// 344 bytes a hold (#28).
+    moved: Notify,
     /// The lease a re-entry or the release of a re-entered guard sets the
     /// key's expiry to: the last one asked for, so that the key never ends
     /// before what the guards report.
@@ -63,14 +68,17 @@ struct ExpiryState {
 impl Expiry {
     pub(crate) fn new(at: Instant, lease_ms: u64) -> Expiry {
         Expiry(Arc::new(ExpiryState {
-            at: watch::Sender::new(at),
+            at: Mutex::new(at),
+            moved: Notify::new(),
             lease_ms: AtomicU64::new(lease_ms),
         }))
     }
 
     /// The end of the lease, now.
     pub(crate) fn at(&self) -> Instant {
-        *self.0.at.borrow()
+        // Poisoned only by a panic while storing an `Instant`, which
+        // leaves it whole.
+        *self.0.at.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The lease's length, now.
@@ -81,9 +89,9 @@ impl Expiry {
     /// The lease is now `lease_ms` from `sent_at`.
     fn moved(&self, sent_at: Instant, lease_ms: u64) {
         self.0.lease_ms.store(lease_ms, Ordering::Release);
-        self.0
-            .at
-            .send_replace(sent_at + Duration::from_millis(lease_ms));
+        *self.0.at.lock().unwrap_or_else(|e| e.into_inner()) =
+            sent_at + Duration::from_millis(lease_ms);
+        self.0.moved.notify_waiters();
     }
 
     /// Whether the lease has ended at `now`.
@@ -93,17 +101,20 @@ impl Expiry {
 
     /// Resolves when the lease ends, following extensions.
     async fn until_passed(&self) {
-        let mut moved = self.0.at.subscribe();
         loop {
-            let at = *moved.borrow_and_update();
+            // Registered before `at` is read: a move between the read and
+            // the sleep still wakes this loop.
+            let moved = self.0.moved.notified();
+            let mut moved = pin!(moved);
+            moved.as_mut().enable();
+            let at = self.at();
             tokio::select! {
                 () = sleep_until(at) => {
                     if self.passed(Instant::now()) {
                         return;
                     }
                 }
-                // Never an error: `self` holds the sender.
-                _ = moved.changed() => {}
+                () = moved => {}
             }
         }
     }

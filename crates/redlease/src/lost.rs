@@ -3,7 +3,11 @@
 
 use std::fmt;
 
-use tokio::sync::watch;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use tokio::sync::Notify;
 
 /// Why a guard's lock is no longer (or may no longer be) ours; returned by
 /// [`LockGuard::lost`](crate::LockGuard::lost).
@@ -67,41 +71,81 @@ impl fmt::Display for LostReason {
     }
 }
 
-/// One hold's loss signal: set once, by the watchdog, and read by every
-/// guard of the hold. Cheap to clone: a clone of the sender shares its
-/// channel (no `Arc` around it: one allocation less per acquire, #28).
+/// One hold's loss signal: set once, by the watchdog (or a renewal that
+/// found the key gone), and read by every guard of the hold. Cheap to
+/// clone: clones share one small block, the reason and the waiters'
+/// [`Notify`]. A `watch` channel did the same in 344 bytes a hold (#28:
+/// a third of a held lock's memory at a million).
 #[derive(Clone)]
-pub(crate) struct LostSignal(watch::Sender<Option<LostReason>>);
+pub(crate) struct LostSignal(Arc<Signal>);
+
+struct Signal {
+    /// 0 until lost, then [`LostReason::code`], never changed again.
+    reason: AtomicU8,
+    /// Wakes every `wait` when the reason is set.
+    set: Notify,
+}
+
+impl LostReason {
+    fn code(self) -> u8 {
+        match self {
+            LostReason::Expired => 1,
+            LostReason::OwnerChanged => 2,
+            LostReason::RenewalFailed => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<LostReason> {
+        match code {
+            1 => Some(LostReason::Expired),
+            2 => Some(LostReason::OwnerChanged),
+            3 => Some(LostReason::RenewalFailed),
+            _ => None,
+        }
+    }
+}
 
 impl LostSignal {
     pub(crate) fn new() -> LostSignal {
-        LostSignal(watch::channel(None).0)
+        LostSignal(Arc::new(Signal {
+            reason: AtomicU8::new(0),
+            set: Notify::new(),
+        }))
     }
 
-    /// Records the loss; a later call changes nothing.
+    /// Records `reason` unless a loss was recorded before (the first one
+    /// wins), and wakes the waiters.
     pub(crate) fn set(&self, reason: LostReason) {
-        self.0.send_if_modified(|current| {
-            let first = current.is_none();
-            if first {
-                *current = Some(reason);
-            }
-            first
-        });
+        let first = self
+            .0
+            .reason
+            .compare_exchange(0, reason.code(), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if first {
+            self.0.set.notify_waiters();
+        }
     }
 
-    /// The loss, if recorded.
     pub(crate) fn get(&self) -> Option<LostReason> {
-        *self.0.borrow()
+        LostReason::from_code(self.0.reason.load(Ordering::Acquire))
     }
 
-    /// Resolves once the loss is recorded.
+    /// Resolves once a loss is recorded (at once if it was before).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub(crate) async fn wait(&self) -> LostReason {
-        let mut rx = self.0.subscribe();
-        // Copy the value out: the borrow must not live across an await. The
-        // signal owns a sender, so the channel cannot close while it lives.
-        match rx.wait_for(Option::is_some).await.map(|r| *r) {
-            Ok(Some(reason)) => reason,
-            _ => std::future::pending().await,
+        loop {
+            // Registered before the reason is read: a `set` between the
+            // read and the `await` still wakes this wait.
+            let notified = self.0.set.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if let Some(reason) = self.get() {
+                return reason;
+            }
+            notified.await;
         }
     }
 }
@@ -122,5 +166,26 @@ mod tests {
         signal.set(LostReason::RenewalFailed);
         assert_eq!(waiter.await.unwrap(), LostReason::OwnerChanged);
         assert_eq!(signal.get(), Some(LostReason::OwnerChanged));
+    }
+
+    /// Waiters already asleep when the loss is set all wake, and a wait
+    /// begun after it resolves at once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn waiters_asleep_before_the_loss_all_wake() {
+        let signal = LostSignal::new();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let signal = signal.clone();
+                tokio::spawn(async move { signal.wait().await })
+            })
+            .collect();
+        // On one thread: each waiter runs to its `await` before the set.
+        tokio::task::yield_now().await;
+        assert!(waiters.iter().all(|w| !w.is_finished()));
+        signal.set(LostReason::RenewalFailed);
+        for waiter in waiters {
+            assert_eq!(waiter.await.unwrap(), LostReason::RenewalFailed);
+        }
+        assert_eq!(signal.wait().await, LostReason::RenewalFailed);
     }
 }

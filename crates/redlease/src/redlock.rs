@@ -12,6 +12,7 @@ use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
+use tracing::Instrument;
 
 use crate::client::Client;
 use crate::error::Error;
@@ -326,7 +327,10 @@ impl RedLock {
     /// metrics (the masters share no channel to wait on, so the retries
     /// are its own).
     async fn retry(&self, patience: Patience) -> Result<RedLockGuard, Error> {
-        let call = async {
+        let observed = front::Observed::start("redlock", &self.name, &self.label);
+        // Built in the `.await` expression: a future in a local of its own
+        // would be held twice (see `front::acquire`).
+        let result = async {
             let started = Instant::now();
             let deadline = match patience {
                 Patience::Once => Some(started),
@@ -348,8 +352,10 @@ impl RedLock {
                 let pause = Duration::from_millis(5) + jitter;
                 sleep(deadline.map_or(pause, |deadline| pause.min(deadline - now))).await;
             }
-        };
-        front::observed("redlock", &self.name, &self.label, call).await
+        }
+        .instrument(observed.span())
+        .await;
+        observed.end(result)
     }
 
     /// One round: every master at once; `None` when no quorum.
