@@ -213,6 +213,10 @@ pub(crate) enum Bench {
         /// default shows at a million (#28).
         #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
         watchdog_ms: u64,
+        /// Makes each lock handle just before its acquire, not all first
+        /// (what the allocator then keeps besides the client, #28).
+        #[arg(long)]
+        interleaved: bool,
     },
 }
 
@@ -370,7 +374,14 @@ mod tests {
         ));
         assert!(matches!(
             parse(&["scale-worker", "redis-cluster://h:1", "2", "10", "redis://h:1", "redis://h:2"]),
-            Some(Bench::ScaleWorker { locks: 10, masters, .. }) if masters.len() == 2
+            Some(Bench::ScaleWorker { locks: 10, masters, interleaved: false, .. }) if masters.len() == 2
+        ));
+        assert!(matches!(
+            parse(&["scale-worker", "redis://h:1", "1", "10", "--interleaved"]),
+            Some(Bench::ScaleWorker {
+                interleaved: true,
+                ..
+            })
         ));
         assert!(matches!(
             parse(&["redlock"]),

@@ -151,9 +151,15 @@ async fn main() -> ExitCode {
             locks,
             masters,
             watchdog_ms,
+            interleaved,
         } => {
             let watchdog = std::time::Duration::from_millis(watchdog_ms);
-            scale::worker(&url, seconds, locks, &masters, watchdog).await;
+            let handles = if interleaved {
+                roundtrips::Handles::AsNeeded
+            } else {
+                roundtrips::Handles::First
+            };
+            scale::worker(&url, seconds, locks, &masters, watchdog, handles).await;
             return ExitCode::SUCCESS;
         }
     };

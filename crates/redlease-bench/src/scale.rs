@@ -16,7 +16,9 @@
 //!   `VmRSS` after connecting and a warm-up lock, divided by the locks (an
 //!   upper bound: it includes memory the allocator kept from the acquire's
 //!   transient buffers), and again at the end of the hold, after renewal
-//!   rounds.
+//!   rounds. The handles are made before the acquires; a second run at one
+//!   count makes each just before its acquire, which the allocator
+//!   rewards less ([`Handles`]).
 //! * **Renewal calls**: `EVALSHA` calls in `INFO commandstats`, sampled
 //!   every 100 ms over the hold; nothing else talks to the server then, so
 //!   every one is a renewal. Bursts of calls are renewal rounds.
@@ -35,7 +37,7 @@ use std::time::{Duration, Instant};
 use redlease_testkit::key_slot;
 
 use crate::probe;
-use crate::roundtrips::{acquire_all, release_all};
+use crate::roundtrips::{Handles, acquire_all, release_all};
 use crate::target::{Masters, Target};
 
 /// How often the worker samples the server's `EVALSHA` count.
@@ -43,26 +45,19 @@ const SAMPLE: Duration = Duration::from_millis(100);
 
 /// Prints the watchdog-at-scale tables: `seconds` of holding per count.
 pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
-    let exe = std::env::current_exe().expect("own path");
     let reports: Vec<(usize, Report)> = counts
         .iter()
-        .map(|&n| {
-            let out = Command::new(&exe)
-                .args([
-                    "scale-worker",
-                    &target.url(),
-                    &seconds.to_string(),
-                    &n.to_string(),
-                ])
-                .args(target.master_urls())
-                .stdout(Stdio::piped())
-                .output()
-                .expect("start scale worker");
-            assert!(out.status.success(), "scale worker for {n} locks failed");
-            let text = String::from_utf8_lossy(&out.stdout);
-            (n, Report::parse(&text))
-        })
+        .map(|&n| (n, worker_run(target, seconds, n, &[])))
         .collect();
+    // The same acquires with each handle made just before its acquire, at
+    // one count (the largest up to 100,000): what the allocator keeps
+    // besides the client then.
+    let interleaved = counts
+        .iter()
+        .copied()
+        .filter(|&n| n <= 100_000)
+        .max()
+        .map(|n| (n, worker_run(target, 1, n, &["--interleaved"])));
 
     let on = match target {
         Target::Single(_) => String::new(),
@@ -88,6 +83,16 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
             per(r.redis_held - r.redis_base),
             r.release_s,
             *n as f64 / r.release_s,
+        );
+    }
+    println!();
+    println!(
+        "Client RSS per lock counts everything the process grew by while acquiring: the client's hold (guard, registration, loss signal, owner field, watchdog entry) and the lock's handle and name, made before the acquires."
+    );
+    if let Some((n, r)) = interleaved {
+        println!(
+            " With each handle made just before its acquire's task is spawned (`scale-worker --interleaved`), {n} locks grew the process by {:.0} B per lock: the names the guards keep land between the tasks' memory, and glibc's allocator cannot reuse the holes the finished tasks leave for the next ones.",
+            (r.rss_held - r.rss_base) / n as f64
         );
     }
     println!();
@@ -123,6 +128,25 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
         );
     }
     println!();
+}
+
+/// Runs `scale-worker` for `n` locks with `extra` arguments.
+fn worker_run(target: Target<'_>, seconds: u64, n: usize, extra: &[&str]) -> Report {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(&exe)
+        .args([
+            "scale-worker",
+            &target.url(),
+            &seconds.to_string(),
+            &n.to_string(),
+        ])
+        .args(target.master_urls())
+        .args(extra)
+        .stdout(Stdio::piped())
+        .output()
+        .expect("start scale worker");
+    assert!(out.status.success(), "scale worker for {n} locks failed");
+    Report::parse(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// What a worker measured, printed as `name=value` words.
@@ -218,6 +242,7 @@ pub(crate) async fn worker(
     n: usize,
     masters: &[String],
     watchdog: Duration,
+    handles: Handles,
 ) {
     let hold = Duration::from_secs(seconds);
     let master_urls = if masters.is_empty() {
@@ -246,7 +271,7 @@ pub(crate) async fn worker(
     r.rss_base = probe::memory("VmRSS") as f64;
     r.redis_base = stats.info_field("memory", "used_memory");
     let started = Instant::now();
-    let guards = acquire_all(&client, &format!("bench:scale:{n}"), n).await;
+    let guards = acquire_all(&client, &format!("bench:scale:{n}"), n, handles).await;
     r.acquire_s = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(200)).await;
     r.rss_held = probe::memory("VmRSS") as f64;
