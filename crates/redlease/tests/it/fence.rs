@@ -389,3 +389,43 @@ async fn issue_28_fencing_off_with_the_counter_interop_is_invalid() {
     assert!(err.is_invalid_argument(), "{err}");
     assert!(err.to_string().contains("fencing(false)"), "{err}");
 }
+
+/// #28: fencing off on a cluster: no counter on any master, in both
+/// layouts, for names spread over the slots and a multi-lock across them;
+/// a fencing client is still refused while a fencing-off client holds.
+#[tokio::test]
+async fn issue_28_fencing_off_on_a_cluster_writes_no_counter() {
+    use redlease::layout::Layout;
+    let cluster = crate::cluster_support::shared_cluster();
+    for layout in [Layout::Redisson, Layout::String] {
+        let builder = redlease::Client::builder(&cluster.url()).layout(layout);
+        let fencing = builder.clone().build().await.unwrap();
+        let off = builder.fencing(false).build().await.unwrap();
+        let names: Vec<String> = (0..8)
+            .map(|i| unique(&format!("fence-off-cl-{i}")))
+            .collect();
+        for name in &names {
+            let held = off.lock(name).try_lock().await.unwrap();
+            assert_eq!(held.fencing_token(), None, "{layout:?}");
+            held.unlock().await.unwrap();
+        }
+        // Exclusion on a name of its own: a fencing client's refused
+        // string acquire counts its counter up all the same.
+        let excluded = unique("fence-off-cl-excluded");
+        let held = off.lock(&excluded).try_lock().await.unwrap();
+        let refused = fencing.lock(&excluded).try_lock().await.unwrap_err();
+        assert!(refused.is_busy(), "{layout:?}: {refused}");
+        held.unlock().await.unwrap();
+        let multi = off.multi_lock(&names[..4]).try_lock().await.unwrap();
+        assert_eq!(multi.fencing_token_of(&names[0]), None, "{layout:?}");
+        multi.unlock().await.unwrap();
+        for name in &names {
+            let counter = counter_of(name);
+            let found: i64 = redis::cmd("EXISTS")
+                .arg(&counter)
+                .query(&mut cluster.connection_for_key(&counter))
+                .unwrap();
+            assert_eq!(found, 0, "{layout:?}: {counter}");
+        }
+    }
+}

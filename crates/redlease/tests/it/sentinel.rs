@@ -74,7 +74,7 @@ async fn failover(group: SentinelGroup) -> (SentinelGroup, String) {
 }
 
 /// The lock API through the sentinels: the lock lands on the master, and a
-/// release wakes a waiter at once.
+/// release wakes a waiter at once; with fencing off, no counter is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_work_through_sentinel() {
     let group = SentinelGroup::start(1, 3);
@@ -87,6 +87,38 @@ async fn locks_work_through_sentinel() {
     assert!(exists_on(group.master(), &name));
     assert!(b.lock(&name).try_lock().await.unwrap_err().is_busy());
     release_wakes_a_waiter(&group, held, &b, &name).await;
+
+    // #28: fencing off through the sentinels, in both layouts: no token,
+    // no counter on the master.
+    for layout in [
+        redlease::layout::Layout::Redisson,
+        redlease::layout::Layout::String,
+    ] {
+        let builder = redlease::Client::builder(&group.url()).layout(layout);
+        let fencing = builder.clone().build().await.unwrap();
+        let off = builder.fencing(false).build().await.unwrap();
+        let name = unique("sentinel:fence-off");
+        let held = off.lock(&name).try_lock().await.unwrap();
+        assert_eq!(held.fencing_token(), None, "{layout:?}");
+        held.unlock().await.unwrap();
+        assert!(!exists_on(
+            group.master(),
+            &format!("redisson_lock_token:{{{name}}}")
+        ));
+        // Still a lock for a fencing client of its layout (on a name of
+        // its own: a refused string acquire counts the counter up).
+        let excluded = unique("sentinel:fence-off-excluded");
+        let held = off.lock(&excluded).try_lock().await.unwrap();
+        assert!(
+            fencing
+                .lock(&excluded)
+                .try_lock()
+                .await
+                .unwrap_err()
+                .is_busy()
+        );
+        held.unlock().await.unwrap();
+    }
 }
 
 /// `SENTINEL FAILOVER` with a holder, a waiter, the watchdog and a stream
