@@ -143,15 +143,16 @@ pub(crate) async fn redlease_pairs(
     duration: Duration,
     lease: Option<Duration>,
 ) -> peer::Pairs {
-    let cpu = probe::server_cpu(stats);
+    let before = probe::server_work(stats);
     let (count, seconds) = throughput::redlease_pairs(client, tasks, duration, lease).await;
     let pairs = peer::Pairs {
         per_sec: count as f64 / seconds,
         seconds,
         errors: 0,
         server_us: f64::NAN,
+        server_reads: f64::NAN,
     };
-    per_pair(pairs, probe::server_cpu(stats) - cpu)
+    per_pair(pairs, probe::server_work(stats) - before)
 }
 
 /// A peer's uncontended pairs, as [`redlease_pairs`]. The server's CPU
@@ -164,14 +165,17 @@ pub(crate) fn peer_pairs(
     tasks: usize,
     seconds: u64,
 ) -> Result<peer::Pairs, String> {
-    let cpu = probe::server_cpu(stats);
+    let before = probe::server_work(stats);
     let pairs = blocking(|| peer.uncontended(url, tasks, seconds))?;
-    Ok(per_pair(pairs, probe::server_cpu(stats) - cpu))
+    Ok(per_pair(pairs, probe::server_work(stats) - before))
 }
 
-/// `pairs` with the server's CPU time per pair, from `cpu` seconds in all.
-fn per_pair(mut pairs: peer::Pairs, cpu: f64) -> peer::Pairs {
-    pairs.server_us = cpu * 1e6 / (pairs.per_sec * pairs.seconds).max(1.0);
+/// `pairs` with the server's CPU time and read events per pair, from
+/// `work` in all.
+fn per_pair(mut pairs: peer::Pairs, work: probe::Work) -> peer::Pairs {
+    let count = (pairs.per_sec * pairs.seconds).max(1.0);
+    pairs.server_us = work.cpu_s * 1e6 / count;
+    pairs.server_reads = work.reads / count;
     pairs
 }
 

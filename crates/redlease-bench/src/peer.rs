@@ -84,6 +84,10 @@ pub(crate) struct Pairs {
     /// The server's CPU time per pair in microseconds, filled in by the
     /// caller, which can see the server.
     pub(crate) server_us: f64,
+    /// The server's read events per pair (`total_reads_processed`): the
+    /// fewer, the more commands each `read` brought in, and the less
+    /// server CPU each costs (#28). Filled in as `server_us`.
+    pub(crate) server_reads: f64,
 }
 
 impl Peer {
@@ -107,6 +111,7 @@ impl Peer {
             seconds,
             errors: number(&out, "errors")? as u64,
             server_us: f64::NAN,
+            server_reads: f64::NAN,
         })
     }
 

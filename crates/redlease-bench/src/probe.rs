@@ -126,6 +126,37 @@ pub(crate) fn server_cpu(conn: &mut redis::Connection) -> f64 {
     parse_field(&info, "cpu", "used_cpu_user") + parse_field(&info, "cpu", "used_cpu_sys")
 }
 
+/// What the server has done so far: CPU seconds and read events.
+#[derive(Clone, Copy)]
+pub(crate) struct Work {
+    pub(crate) cpu_s: f64,
+    /// `total_reads_processed`: reads of client sockets, each bringing in
+    /// one or more commands.
+    pub(crate) reads: f64,
+}
+
+impl std::ops::Sub for Work {
+    type Output = Work;
+
+    fn sub(self, earlier: Work) -> Work {
+        Work {
+            cpu_s: self.cpu_s - earlier.cpu_s,
+            reads: self.reads - earlier.reads,
+        }
+    }
+}
+
+/// The server's [`Work`] so far, from one `INFO` (its default sections
+/// hold both).
+pub(crate) fn server_work(conn: &mut redis::Connection) -> Work {
+    let info: String = redis::cmd("INFO").query(conn).expect("INFO");
+    Work {
+        cpu_s: parse_field(&info, "cpu", "used_cpu_user")
+            + parse_field(&info, "cpu", "used_cpu_sys"),
+        reads: parse_field(&info, "stats", "total_reads_processed"),
+    }
+}
+
 /// User plus system CPU time of this process so far, all threads, from
 /// `/proc/self/stat` (`utime` and `stime`, in clock ticks).
 pub(crate) fn cpu_time() -> Duration {

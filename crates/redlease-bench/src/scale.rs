@@ -86,15 +86,14 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
         );
     }
     println!();
-    println!(
-        "Client RSS per lock counts everything the process grew by while acquiring: the client's hold (guard, registration, loss signal, owner field, watchdog entry) and the lock's handle and name, made before the acquires."
-    );
+    let mut note = "Client RSS per lock counts everything the process grew by while acquiring: the client's hold (guard, registration, loss signal, owner field, watchdog entry) and the lock's handle and name, made before the acquires.".to_owned();
     if let Some((n, r)) = interleaved {
-        println!(
+        note += &format!(
             " With each handle made just before its acquire's task is spawned (`scale-worker --interleaved`), {n} locks grew the process by {:.0} B per lock: the names the guards keep land between the tasks' memory, and glibc's allocator cannot reuse the holes the finished tasks leave for the next ones.",
             (r.rss_held - r.rss_base) / n as f64
         );
     }
+    println!("{note}");
     println!();
     println!(
         "| locks | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(locks/100) per master, summed | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",

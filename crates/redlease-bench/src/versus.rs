@@ -355,14 +355,14 @@ fn print(
         plan.runs, plan.seconds
     );
     println!(
-        "| tasks | subject | pairs/s | ratio to rslock | Redis CPU per pair | ratio to rslock |"
+        "| tasks | subject | pairs/s | ratio to rslock | Redis CPU per pair | ratio to rslock | Redis reads per pair |"
     );
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
     let mut verdicts = Vec::new();
     for (row, &n) in plan.tasks.iter().enumerate() {
         if let Some(limit) = limits.and_then(|l| l.get(row)) {
             println!(
-                "| {n} | limit: `SET NX PX` + `DELIFEQ`, redis-benchmark `-c 1 -P {n}` | {limit:.0} | | | |"
+                "| {n} | limit: `SET NX PX` + `DELIFEQ`, redis-benchmark `-c 1 -P {n}` | {limit:.0} | | | | |"
             );
         }
         for (i, subject) in subjects.iter().enumerate() {
@@ -372,7 +372,7 @@ fn print(
                 .filter_map(|run| Some((run[i]?, run[rslock]?)))
                 .collect();
             if pairs.is_empty() {
-                println!("| {n} | {} | not measured | | | |", subject.label());
+                println!("| {n} | {} | not measured | | | | |", subject.label());
                 continue;
             }
             let col =
@@ -384,10 +384,11 @@ fn print(
                 _ => (spread(&rate, 2), spread(&cpu, 2)),
             };
             println!(
-                "| {n} | {} | {} | {ratio} | {} µs | {cpu_ratio} |",
+                "| {n} | {} | {} | {ratio} | {} µs | {cpu_ratio} | {} |",
                 subject.label(),
                 spread(&col(&|(o, _)| o.per_sec), 0),
                 spread(&col(&|(o, _)| o.server_us), 1),
+                spread(&col(&|(o, _)| o.server_reads), 2),
             );
             if let Subject::Redlease { layout, fencing } = subject {
                 verdicts.push((n, *layout, *fencing, median(&rate), median(&cpu)));
