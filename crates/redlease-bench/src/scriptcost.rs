@@ -10,8 +10,12 @@
 //! The string layout's pairs (#17) beside them: its acquire transaction
 //! with its release script (Redis 7.0) or with Valkey 9's `DELIFEQ` and the
 //! announcement, and, for the record of why the acquire is a transaction,
-//! the same pair with a Lua acquire. The Valkey rows run on a private
-//! Valkey 9 when one is installed (`scripts/valkey`).
+//! the same pair with a Lua acquire. With fencing off (#28) the acquire is
+//! rslock's `SET NX PX`, and the pair differs from rslock's by its release
+//! script alone: two more rows split that difference between the release
+//! announcement (rslock's script with a `PUBLISH` added) and the script's
+//! other keys and arguments (redlease's without its `PUBLISH`). The Valkey
+//! rows run on a private Valkey 9 when one is installed (`scripts/valkey`).
 //!
 //! Each pair uses one of 256 keys in turn, as the throughput measurements'
 //! tasks do, so a lock's fencing counter lives on between its pairs.
@@ -35,6 +39,12 @@ const EMPTY_ACQUIRE: &str = "return {1, 0}";
 const EMPTY_RELEASE: &str = "return 1";
 /// The string layout's acquire as a script, the alternative to its
 /// transaction: `SET NX PX`, then the counter's `INCR`.
+/// rslock's release script with redlease's announcement added: the
+/// channel as KEYS\[2\], the message literal.
+const RSLOCK_RELEASE_PUBLISH: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('publish', KEYS[2], '0') return redis.call('del', KEYS[1]) else return 0 end";
+/// The string layout's release script without its announcement, called
+/// with the same keys and arguments.
+const STRING_RELEASE_SILENT: &str = "if redis.pcall('get', KEYS[1]) ~= ARGV[1] then return nil end redis.call('del', KEYS[1]) return 1";
 const LUA_STRING_ACQUIRE: &str = "if redis.call('set', KEYS[1], ARGV[2], 'nx', 'px', ARGV[1]) then return {1, redis.call('incr', KEYS[2])} end return {0, redis.call('pttl', KEYS[1])}";
 
 /// One way of taking and releasing lock `name` as owner `owner`: the
@@ -48,10 +58,12 @@ struct Shas {
     empty_release: String,
     lua_string_acquire: String,
     string_release: String,
+    rslock_publish: String,
+    string_release_silent: String,
 }
 
 pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
-    let redis: [(&str, Pair); 7] = [
+    let redis: [(&str, Pair); 9] = [
         ("redlease: acquire and release scripts", redlease_pair),
         ("two empty scripts, the same keys and arguments", empty_pair),
         (
@@ -68,8 +80,16 @@ pub(crate) fn run(server: &RedisServer, pairs: usize, runs: usize) {
             lua_string_pair,
         ),
         (
-            "`MULTI`, `SET NX PX`, `EXEC` (no fencing); release script",
+            "redlease string layout, fencing off: `SET NX PX`; release script",
             string_unfenced_pair,
+        ),
+        (
+            "`SET NX PX`; the release script without its `PUBLISH`",
+            silent_release_pair,
+        ),
+        (
+            "`SET NX PX`; rslock's script with a `PUBLISH`",
+            rslock_publish_pair,
         ),
     ];
     measure_all(server, pairs, runs, &redis);
@@ -115,6 +135,8 @@ fn measure_all(server: &RedisServer, pairs: usize, runs: usize, rows: &[(&str, P
         empty_release: probe::load_script(&mut conn, EMPTY_RELEASE),
         lua_string_acquire: probe::load_script(&mut conn, LUA_STRING_ACQUIRE),
         string_release,
+        rslock_publish: probe::load_script(&mut conn, RSLOCK_RELEASE_PUBLISH),
+        string_release_silent: probe::load_script(&mut conn, STRING_RELEASE_SILENT),
     };
     println!(
         "## Redis CPU per lock+unlock pair, on the server alone ({pairs} pairs per run, pipelined, {KEYS} keys; median of {runs} runs with the range)\n"
@@ -238,9 +260,15 @@ fn string_acquire(name: &str, owner: &str) -> Vec<Cmd> {
 
 /// The string layout's release script, as it is called.
 fn string_release(shas: &Shas, name: &str, owner: &str) -> Cmd {
+    release_as(&shas.string_release, name, owner)
+}
+
+/// Script `sha` called with the string layout release's keys and
+/// arguments.
+fn release_as(sha: &str, name: &str, owner: &str) -> Cmd {
     let mut release = redis::cmd("EVALSHA");
     release
-        .arg(&shas.string_release)
+        .arg(sha)
         .arg(2)
         .arg(name)
         .arg(redlease::layout::channel(name))
@@ -269,12 +297,25 @@ fn lua_string_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
 }
 
 fn string_unfenced_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    vec![set_nx(name, owner), string_release(shas, name, owner)]
+}
+
+fn silent_release_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
     vec![
-        redis::cmd("MULTI"),
         set_nx(name, owner),
-        redis::cmd("EXEC"),
-        string_release(shas, name, owner),
+        release_as(&shas.string_release_silent, name, owner),
     ]
+}
+
+fn rslock_publish_pair(shas: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
+    let mut release = redis::cmd("EVALSHA");
+    release
+        .arg(&shas.rslock_publish)
+        .arg(2)
+        .arg(name)
+        .arg(redlease::layout::channel(name))
+        .arg(owner);
+    vec![set_nx(name, owner), release]
 }
 
 fn native_string_pair(_: &Shas, name: &str, owner: &str) -> Vec<Cmd> {
