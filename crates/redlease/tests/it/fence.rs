@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use crate::support::{RedisServer, client, eventually, exists, pttl, unique};
+use crate::support::{
+    RedisServer, assert_fencing_off_excludes, client, eventually, exists, pttl, unique,
+};
 
 /// Redisson's fencing counter for `name`.
 fn counter_of(name: &str) -> String {
@@ -312,14 +314,8 @@ async fn issue_28_fencing_off_writes_no_counter() {
         let plain = off.lock(&name).try_lock().await.unwrap();
         assert_eq!(plain.fencing_token(), None);
         plain.unlock().await.unwrap();
-        // Still a lock: another client is refused while it is held. (On a
-        // name of its own: a fencing client's refused string acquire
-        // counts its counter up all the same.)
-        let excluded = unique("fence-off-excluded");
-        let held = off.lock(&excluded).try_lock().await.unwrap();
-        let refused = fencing.lock(&excluded).try_lock().await.unwrap_err();
-        assert!(refused.is_busy(), "{layout:?}: {refused}");
-        held.unlock().await.unwrap();
+        // Still a lock: another client is refused while it is held.
+        assert_fencing_off_excludes(&off, &fencing, "fence-off-excluded").await;
         // Re-entered in a scope: the same (absent) token.
         let lock = off.lock(&name);
         redlease::scope(async {
@@ -409,13 +405,7 @@ async fn issue_28_fencing_off_on_a_cluster_writes_no_counter() {
             assert_eq!(held.fencing_token(), None, "{layout:?}");
             held.unlock().await.unwrap();
         }
-        // Exclusion on a name of its own: a fencing client's refused
-        // string acquire counts its counter up all the same.
-        let excluded = unique("fence-off-cl-excluded");
-        let held = off.lock(&excluded).try_lock().await.unwrap();
-        let refused = fencing.lock(&excluded).try_lock().await.unwrap_err();
-        assert!(refused.is_busy(), "{layout:?}: {refused}");
-        held.unlock().await.unwrap();
+        assert_fencing_off_excludes(&off, &fencing, "fence-off-cl-excluded").await;
         let multi = off.multi_lock(&names[..4]).try_lock().await.unwrap();
         assert_eq!(multi.fencing_token_of(&names[0]), None, "{layout:?}");
         multi.unlock().await.unwrap();

@@ -101,6 +101,22 @@ pub(crate) fn evalsha_calls(server: &RedisServer) -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
+/// #28: a hold of `off` (a client with fencing off) still refuses
+/// `other`, on a name of its own made from `prefix`: a fencing client's
+/// refused string-layout acquire counts its counter up all the same, which
+/// would spoil a check for no counter on a shared name.
+pub(crate) async fn assert_fencing_off_excludes(
+    off: &redlease::Client,
+    other: &redlease::Client,
+    prefix: &str,
+) {
+    let name = unique(prefix);
+    let held = off.lock(&name).try_lock().await.unwrap();
+    let refused = other.lock(&name).try_lock().await.unwrap_err();
+    assert!(refused.is_busy(), "{name}: {refused}");
+    held.unlock().await.unwrap();
+}
+
 /// Takes and releases `lock` once, panicking on failure.
 pub(crate) async fn take_and_release(lock: redlease::Lock) {
     lock.try_lock().await.unwrap().unlock().await.unwrap();
