@@ -123,7 +123,13 @@ fn parse_field(info: &str, section: &str, field: &str) -> f64 {
 /// `INFO cpu`.
 pub(crate) fn server_cpu(conn: &mut redis::Connection) -> f64 {
     let info: String = redis::cmd("INFO").arg("cpu").query(conn).expect("INFO");
-    parse_field(&info, "cpu", "used_cpu_user") + parse_field(&info, "cpu", "used_cpu_sys")
+    cpu_seconds(&info)
+}
+
+/// User plus system CPU seconds in the text of `INFO` (with its `cpu`
+/// section).
+fn cpu_seconds(info: &str) -> f64 {
+    parse_field(info, "cpu", "used_cpu_user") + parse_field(info, "cpu", "used_cpu_sys")
 }
 
 /// What the server has done so far: CPU seconds and read events.
@@ -151,8 +157,7 @@ impl std::ops::Sub for Work {
 pub(crate) fn server_work(conn: &mut redis::Connection) -> Work {
     let info: String = redis::cmd("INFO").query(conn).expect("INFO");
     Work {
-        cpu_s: parse_field(&info, "cpu", "used_cpu_user")
-            + parse_field(&info, "cpu", "used_cpu_sys"),
+        cpu_s: cpu_seconds(&info),
         reads: parse_field(&info, "stats", "total_reads_processed"),
     }
 }
