@@ -88,6 +88,11 @@ pub(crate) struct Withdrawal {
     name: Arc<str>,
     field: Arc<str>,
     lease_ms: u64,
+    /// Whether a withdrawal that goes unanswered is sent again (#29): yes
+    /// for a fresh owner field, since an acquisition Redis granted but whose
+    /// withdrawal was lost would hold the lock, or a fair queue's head,
+    /// until it expired.
+    retry: release::Retry,
 }
 
 impl Withdrawal {
@@ -98,6 +103,7 @@ impl Withdrawal {
         name: &Arc<str>,
         field: &Arc<str>,
         lease_ms: u64,
+        retry: release::Retry,
     ) -> Withdrawal {
         Withdrawal {
             conn: Some(conn.clone()),
@@ -105,6 +111,7 @@ impl Withdrawal {
             name: name.clone(),
             field: field.clone(),
             lease_ms,
+            retry,
         }
     }
 
@@ -115,6 +122,7 @@ impl Withdrawal {
         kind: Kind,
         name: &Arc<str>,
         field: &Arc<str>,
+        retry: release::Retry,
     ) -> Withdrawal {
         Withdrawal {
             conn: kind.is_queued().then(|| conn.clone()),
@@ -122,13 +130,16 @@ impl Withdrawal {
             name: name.clone(),
             field: field.clone(),
             lease_ms: 0,
+            retry,
         }
     }
 
     /// The owner to withdraw is now `field` (an attempt with an unknown
-    /// outcome made the waiter start over under a new one).
-    pub(crate) fn set_field(&mut self, field: &Arc<str>) {
+    /// outcome made the waiter start over under a new one), withdrawn as
+    /// `retry` says.
+    pub(crate) fn set_field(&mut self, field: &Arc<str>, retry: release::Retry) {
         self.field = field.clone();
+        self.retry = retry;
     }
 
     /// Nothing to take back any more.
@@ -147,6 +158,7 @@ impl Drop for Withdrawal {
                 &self.field,
                 self.lease_ms,
                 None,
+                self.retry,
             );
         }
     }

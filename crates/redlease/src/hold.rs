@@ -394,6 +394,9 @@ impl Drop for Hold {
                 &self.field,
                 self.mode.lease_ms(self.lease_ms),
                 self.count_refusal.then(|| self.label.clone()),
+                // Re-entered holds may share the field: a repeat could take
+                // back one of theirs.
+                release::Retry::Once,
             );
         }
     }

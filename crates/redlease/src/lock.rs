@@ -293,17 +293,27 @@ impl Lock {
     /// replicas, waits for their acknowledgement). For a fair lock,
     /// `enqueue` makes a failed attempt join the queue (or refresh its place
     /// in it).
+    ///
+    /// `fresh` says that no other hold shares `field` (it is not an owner
+    /// scope's), so that its withdrawal may be repeated until answered.
     async fn attempt(
         &self,
         lease_ms: u64,
         field: &Arc<str>,
         enqueue: bool,
+        fresh: bool,
     ) -> Result<Attempt<LockGuard>, Error> {
         let conn = self.handle.client.acquire_conn();
         // Armed until we know the outcome: if this future is dropped while
         // the request may be in Redis, the field is released behind it.
-        let mut pending =
-            Withdrawal::pending_acquire(conn, self.kind, &self.handle.name, field, lease_ms);
+        let mut pending = Withdrawal::pending_acquire(
+            conn,
+            self.kind,
+            &self.handle.name,
+            field,
+            lease_ms,
+            self.withdrawal_retry(lease_ms, fresh),
+        );
         let options = AcquireOptions {
             lease_ms,
             fencing: self.handle.client.fencing(),
@@ -356,6 +366,23 @@ impl Lock {
         Ok(Attempt::Acquired(
             self.granted(field, lease_ms, sent_at, token),
         ))
+    }
+
+    /// How the withdrawal of an acquisition by a `fresh` field (see
+    /// [`attempt`](Lock::attempt)) with a lease of `lease_ms` is retried:
+    /// until answered, for as long as what it takes back could last (the
+    /// lease, and for a fair lock its queue lease too); once for a shared
+    /// field.
+    fn withdrawal_retry(&self, lease_ms: u64, fresh: bool) -> release::Retry {
+        if !fresh {
+            return release::Retry::Once;
+        }
+        let lease = Duration::from_millis(lease_ms);
+        let queue_lease = match self.kind.is_queued() {
+            true => self.handle.client.watchdog_timeout(),
+            false => Duration::ZERO,
+        };
+        release::Retry::For(lease.max(queue_lease))
     }
 
     /// A `WRONGTYPE` from an acquire, reworded to say what the lock key
@@ -423,32 +450,36 @@ impl front::Primitive for Lock {
 
     async fn begin(&self, patience: Patience) -> Result<Begin<LockGuard, Waiter<'_>>, Error> {
         let lease_ms = self.prepare()?;
-        let field = match scope::reenter(&self.handle.client, self.kind, &self.handle.name).await? {
-            Reentry::Reentered(guard) => return Ok(Begin::Held(guard, Outcome::Reentered)),
-            Reentry::Acquire => self.kind.owner_field(self.handle.client.new_owner_field()),
-            Reentry::Downgrade(field) if patience == Patience::Once => field,
-            Reentry::Downgrade(field) => {
-                // The scope's write hold lets its owner read at once; if it
-                // does not, the hold is gone, and waiting as this owner
-                // could not help: a new owner waits.
-                match self.attempt(lease_ms, &field, false).await? {
-                    Attempt::Acquired(guard) => return Ok(Begin::Held(guard, Outcome::Acquired)),
-                    Attempt::Busy(_) | Attempt::Short(_) => {
-                        self.kind.owner_field(self.handle.client.new_owner_field())
+        let fresh_field = || self.kind.owner_field(self.handle.client.new_owner_field());
+        let (field, fresh) =
+            match scope::reenter(&self.handle.client, self.kind, &self.handle.name).await? {
+                Reentry::Reentered(guard) => return Ok(Begin::Held(guard, Outcome::Reentered)),
+                Reentry::Acquire => (fresh_field(), true),
+                Reentry::Downgrade(field) if patience == Patience::Once => (field, false),
+                Reentry::Downgrade(field) => {
+                    // The scope's write hold lets its owner read at once; if
+                    // it does not, the hold is gone, and waiting as this
+                    // owner could not help: a new owner waits.
+                    match self.attempt(lease_ms, &field, false, false).await? {
+                        Attempt::Acquired(guard) => {
+                            return Ok(Begin::Held(guard, Outcome::Acquired));
+                        }
+                        Attempt::Busy(_) | Attempt::Short(_) => (fresh_field(), true),
                     }
                 }
-            }
-        };
+            };
         Ok(Begin::Contend(Waiter {
             place: Withdrawal::queue_place(
                 self.handle.client.acquire_conn(),
                 self.kind,
                 &self.handle.name,
                 &field,
+                self.withdrawal_retry(lease_ms, fresh),
             ),
             lock: self,
             lease_ms,
             field,
+            fresh,
         }))
     }
 }
@@ -460,6 +491,8 @@ pub(crate) struct Waiter<'a> {
     /// One owner field per acquisition, reused by its attempts, except
     /// after an attempt whose outcome is unknown ([`Contender::restart`]).
     field: Arc<str>,
+    /// No other hold shares `field` (it is not an owner scope's).
+    fresh: bool,
     /// A fair waiter's place in the queue, given up in the background if
     /// the wait is dropped before the lock is acquired.
     place: Withdrawal,
@@ -476,12 +509,16 @@ impl Contender for Waiter<'_> {
         // Never queued: "no wait" does not join a fair lock's queue, so
         // there is no place to give up.
         self.place.disarm();
-        self.lock.attempt(self.lease_ms, &self.field, false).await
+        (self.lock)
+            .attempt(self.lease_ms, &self.field, false, self.fresh)
+            .await
     }
 
     async fn attempt(&mut self) -> Result<Attempt<LockGuard>, Error> {
         let queued = self.lock.kind.is_queued();
-        let outcome = self.lock.attempt(self.lease_ms, &self.field, queued).await;
+        let outcome = (self.lock)
+            .attempt(self.lease_ms, &self.field, queued, self.fresh)
+            .await;
         if let Ok(Attempt::Acquired(_)) = &outcome {
             self.place.disarm();
         }
@@ -507,7 +544,9 @@ impl Contender for Waiter<'_> {
 
     fn restart(&mut self) {
         self.field = (self.lock.kind).owner_field(self.lock.handle.client.new_owner_field());
-        self.place.set_field(&self.field);
+        self.fresh = true;
+        let retry = self.lock.withdrawal_retry(self.lease_ms, true);
+        self.place.set_field(&self.field, retry);
     }
 
     async fn give_up(&mut self) {

@@ -3,7 +3,11 @@
 //! both sent in the background.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use tokio::time::Instant;
+
+use crate::backoff;
 use crate::metrics::Label;
 
 use crate::connection::Connection;
@@ -47,6 +51,47 @@ pub(crate) async fn run(conn: &Connection, call: &Call<'_>, name: &str) -> Resul
     }
 }
 
+/// Runs [`withdraw`] until it is answered, retrying a time-out or a lost
+/// connection with backoff for at most `retry_for`; after that, whatever
+/// it was to take back has expired in Redis anyway.
+///
+/// Only for an owner field no other hold shares (a fresh acquisition's): a
+/// release that ran but whose answer was lost is then harmless to repeat,
+/// since the field is gone and the repeat answers "not ours". A re-entered
+/// field's release is not repeated: it would take back another hold.
+pub(crate) async fn withdraw_until_answered(
+    conn: &Connection,
+    kind: Kind,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+    retry_for: Duration,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + retry_for;
+    let mut failures = 0;
+    loop {
+        match withdraw(conn, kind, name, field, lease_ms).await {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
+                tracing::debug!(key = name, error = %e, "withdrawal not answered; retrying");
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                backoff::pause_after_error(failures, Some(remaining)).await;
+                failures = failures.saturating_add(1);
+            }
+            answered => return answered,
+        }
+    }
+}
+
+/// How a release sent in the background treats a failure.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Retry {
+    /// One try: a guard's release, whose field re-entered holds may share.
+    Once,
+    /// Retried while transient, for at most this long: the withdrawal of a
+    /// fresh acquisition ([`withdraw_until_answered`]).
+    For(Duration),
+}
+
 /// Sends [`withdraw`] on the current runtime without waiting for it; does
 /// nothing without a runtime. Used by Drop and by cancelled acquires. A
 /// guard's release passes its metrics label in `guard_label`, so that a
@@ -59,6 +104,7 @@ pub(crate) fn in_background(
     field: &Arc<str>,
     lease_ms: u64,
     guard_label: Option<Label>,
+    retry: Retry,
 ) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the lock will expire after its lease");
@@ -68,7 +114,13 @@ pub(crate) fn in_background(
     // A runtime that is shutting down drops the task unpolled; the lease
     // then frees the lock.
     drop(handle.spawn(async move {
-        match withdraw(&conn, kind, &name, &field, lease_ms).await {
+        let answered = match retry {
+            Retry::Once => withdraw(&conn, kind, &name, &field, lease_ms).await,
+            Retry::For(retry_for) => {
+                withdraw_until_answered(&conn, kind, &name, &field, lease_ms, retry_for).await
+            }
+        };
+        match answered {
             Ok(()) => tracing::debug!(key = %name, "released in the background"),
             Err(e) if e.is_not_owner() => {
                 if let Some(label) = guard_label {

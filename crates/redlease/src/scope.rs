@@ -256,6 +256,8 @@ impl Undo {
             &self.field,
             self.lease_ms,
             None,
+            // The field is shared with the scope's other holds.
+            release::Retry::Once,
         );
     }
 }

@@ -14,6 +14,7 @@ use tokio::task::AbortHandle;
 use tokio::time::{Instant, sleep_until};
 
 use super::{expect_released, to_hex};
+use crate::backoff;
 use crate::connection::Connection;
 use crate::error::Error;
 use crate::lost::{LostReason, LostSignal};
@@ -430,7 +431,7 @@ impl Drop for PermitGuard {
     fn drop(&mut self) {
         self.stop_renewal();
         if self.armed {
-            release_in_background(self.client.conn(), &self.name, self.raw);
+            release_in_background(self.client.conn(), &self.name, self.raw, Duration::ZERO);
         }
     }
 }
@@ -455,18 +456,26 @@ impl fmt::Debug for PermitGuard {
 /// An acquire request whose outcome is unknown: dropped armed, it releases
 /// its permit id in the background on the connection the acquire went out
 /// on, so that Redis runs the release after the acquire. The release
-/// changes nothing if the acquire did not run or found no permit.
+/// changes nothing if the acquire did not run or found no permit, so it is
+/// sent again until answered, for as long as the permit's lease (#29).
 pub(super) struct Pending {
     /// `None` once disarmed.
     conn: Option<Connection>,
     name: Arc<str>,
     raw: [u8; 16],
+    lease: Duration,
 }
 
 impl Pending {
-    pub(super) fn armed(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) -> Pending {
+    pub(super) fn armed(
+        conn: &Connection,
+        name: &Arc<str>,
+        raw: [u8; 16],
+        lease: Duration,
+    ) -> Pending {
         Pending {
             conn: Some(conn.clone()),
+            lease,
             name: name.clone(),
             raw,
         }
@@ -480,15 +489,16 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            release_in_background(&conn, &self.name, self.raw);
+            release_in_background(&conn, &self.name, self.raw, self.lease);
         }
     }
 }
 
 /// Sends the release of permit `raw` on the current runtime without waiting
-/// for it; does nothing without a runtime (the permit then comes back when
-/// its lease ends).
-fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) {
+/// for it, and again after a time-out or a lost connection for at most
+/// `retry_for` (zero: once); does nothing without a runtime (the permit
+/// then comes back when its lease ends).
+fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16], retry_for: Duration) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the permit returns when its lease ends");
         return;
@@ -497,8 +507,20 @@ fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16]) {
     // A runtime that is shutting down drops the task unpolled; the lease
     // then brings the permit back.
     drop(handle.spawn(async move {
-        let call = scripts::release(&name, &raw, conn.publish());
-        match call.run::<Release>(&conn).await {
+        let deadline = Instant::now() + retry_for;
+        let mut failures = 0u32;
+        let reply = loop {
+            let call = scripts::release(&name, &raw, conn.publish());
+            match call.run::<Release>(&conn).await.map_err(Error::from) {
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    backoff::pause_after_error(failures, Some(remaining)).await;
+                    failures = failures.saturating_add(1);
+                }
+                reply => break reply,
+            }
+        };
+        match reply {
             Ok(reply) => tracing::debug!(key = %name, ?reply, "permit released in the background"),
             Err(e) => tracing::warn!(key = %name, error = %e, "background permit release failed; it returns when its lease ends"),
         }

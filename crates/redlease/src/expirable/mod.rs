@@ -511,7 +511,8 @@ impl ExpirableSemaphore {
     async fn attempt(&self, lease_ms: u64) -> Result<Attempt<PermitGuard>, Error> {
         let id = uuid::Uuid::new_v4().into_bytes();
         let conn = self.handle.client.conn();
-        let mut pending = Pending::armed(conn, &self.handle.name, id);
+        let mut pending =
+            Pending::armed(conn, &self.handle.name, id, Duration::from_millis(lease_ms));
         let call = scripts::acquire(&self.handle.name, lease_ms, &[&id], conn.publish());
         let sent_at = Instant::now();
         let reply = call.run::<Acquire>(conn).await;

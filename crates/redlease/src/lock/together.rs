@@ -67,7 +67,7 @@ impl Lock {
         let (first, lease_ms) = match fresh.as_slice() {
             [] => return Ok(None),
             [(i, lease_ms, field)] => {
-                return match locks[*i].attempt(*lease_ms, field, false).await? {
+                return match locks[*i].attempt(*lease_ms, field, false, true).await? {
                     Attempt::Acquired(guard) => {
                         taken.push(guard);
                         Ok(None)
@@ -84,7 +84,15 @@ impl Lock {
             .iter()
             .map(|(i, lease_ms, field)| {
                 let lock = &locks[*i];
-                Withdrawal::pending_acquire(conn, lock.kind, &lock.handle.name, field, *lease_ms)
+                let retry = lock.withdrawal_retry(*lease_ms, true);
+                Withdrawal::pending_acquire(
+                    conn,
+                    lock.kind,
+                    &lock.handle.name,
+                    field,
+                    *lease_ms,
+                    retry,
+                )
             })
             .collect();
         let call = acquire_all(

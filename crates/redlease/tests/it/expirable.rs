@@ -770,3 +770,42 @@ async fn bad_input_is_typed() {
         .unwrap();
     assert_eq!(value, "many", "a foreign value was changed");
 }
+
+/// #29: a permit Redis granted but whose reply came too late is given back
+/// even when the release's own reply is late too (its script not cached yet
+/// on a fresh server: a late `NOSCRIPT` left redis-rs no time to fall back
+/// to `EVAL`, and the permit stayed taken for its whole lease).
+#[tokio::test]
+async fn issue_29_a_late_permit_is_released_when_its_release_is_late_too() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    // A refused try loads the acquire script, and only that one.
+    let none = c.expirable_semaphore(unique("late-permit-none"));
+    none.set_total(0).await.unwrap();
+    assert!(none.try_acquire().await.unwrap_err().is_busy());
+
+    let sem = c.expirable_semaphore(unique("late-permit"));
+    sem.set_total(1).await.unwrap();
+    server.pause();
+    let err = sem.try_acquire().await.unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    // The release times out as well while the server stays frozen.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.resume();
+    let available = || -> Option<i64> {
+        redis::cmd("GET")
+            .arg(sem.name())
+            .query(&mut server.connection())
+            .unwrap()
+    };
+    let back = eventually(Duration::from_secs(3), || available() == Some(1)).await;
+    assert!(
+        back.is_some(),
+        "the late permit is still taken: {} available",
+        sem.available_permits().await.unwrap()
+    );
+}

@@ -2,7 +2,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{
     RedisServer, ServerOptions, assert_acquire_was_released, client, client_with,
-    client_with_watchdog, evalsha_calls, exists, pttl, take_and_release, unique,
+    client_with_watchdog, evalsha_calls, eventually, exists, pttl, take_and_release, unique,
 };
 
 /// Empty and oversized names are rejected before anything is sent, by every
@@ -285,4 +285,69 @@ async fn acquire_timeout_leaves_no_lock() {
     // The acquire runs after the resume; the background release follows it.
     assert_acquire_was_released(&server, &name, calls_before).await;
     take_and_release(c.lock(&name)).await;
+}
+
+/// #29: an acquire that Redis granted but whose reply came too late is
+/// withdrawn even when the withdrawal's own reply is late too. On a fresh
+/// server the withdrawal's script is not cached yet: its `NOSCRIPT` came
+/// back after the response timeout, redis-rs never fell back to `EVAL`, and
+/// the grant held the lock (and a fair lock's turn) for its whole 30 s
+/// lease, so that every waiter behind it gave up busy. The withdrawal is
+/// now sent again until answered. For each layout and the fair lock.
+#[tokio::test]
+async fn issue_29_a_late_grant_is_withdrawn_when_its_withdrawal_is_late_too() {
+    use redlease::layout::Layout;
+    let cases = [
+        ("redisson", Layout::Redisson, true, false),
+        ("fair", Layout::Redisson, true, true),
+        ("string", Layout::String, true, false),
+        ("string, fencing off", Layout::String, false, false),
+    ];
+    for (case, layout, fencing, fair) in cases {
+        // A server of its own: nothing has loaded the release scripts.
+        let server = RedisServer::start();
+        let c = redlease::Client::builder(&server.url())
+            .layout(layout)
+            .fencing(fencing)
+            .response_timeout(Duration::from_millis(200))
+            .build()
+            .await
+            .unwrap();
+        let lock = |name: &str| match fair {
+            true => c.fair_lock(name),
+            false => c.lock(name),
+        };
+        // A refused try loads the acquire script, and only that one.
+        let held = unique("late-grant-held");
+        let mut conn = server.connection();
+        let mut hold = match layout {
+            Layout::String => redis::cmd("SET"),
+            _ => redis::cmd("HSET"),
+        };
+        hold.arg(&held).arg("other:1");
+        if layout != Layout::String {
+            hold.arg(1);
+        }
+        hold.exec(&mut conn).unwrap();
+        assert!(
+            lock(&held).try_lock().await.unwrap_err().is_busy(),
+            "{case}"
+        );
+
+        let name = unique("late-grant");
+        server.pause();
+        let err = lock(&name).try_lock().await.unwrap_err();
+        assert!(err.is_timeout(), "{case}: {err:?}");
+        // The withdrawal times out as well while the server stays frozen.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        server.resume();
+        let freed = eventually(Duration::from_secs(3), || !exists(&server, &name)).await;
+        assert!(
+            freed.is_some(),
+            "{case}: the late grant still holds the lock, pttl {}",
+            pttl(&server, &name)
+        );
+        let guard = lock(&name).try_lock().await.unwrap();
+        guard.unlock().await.unwrap();
+    }
 }
