@@ -1,0 +1,174 @@
+//! The history: every operation of every client, one JSON object per line.
+//!
+//! Each operation is two events, as in Jepsen: an `invoke` written before
+//! the call and its completion written after it, `ok`, `fail` (it certainly
+//! did not happen: busy, refused) or `info` (unknown: an error, a time-out).
+//! A process killed in the middle of an operation leaves its `invoke`
+//! alone, and the checker treats it as `info`. Every client process
+//! appends to a file of its own and flushes each line, so a `SIGKILL` loses
+//! nothing written before it. The Python client writes the same lines.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Op {
+    /// Take the lock `name`; `ok` carries the fencing token.
+    Acquire,
+    /// The fenced read-modify-write of `name`'s row: claim with the token,
+    /// read, write read + 1; `ok` says whether it was accepted.
+    Write,
+    /// The unfenced read-modify-write of `name`'s row, the baseline.
+    Unfenced,
+    /// Release the lock `name`; `fail`: it was no longer ours.
+    Release,
+}
+
+/// An event's place in its operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Type {
+    Invoke,
+    Ok,
+    Fail,
+    Info,
+}
+
+/// One line of the history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Event {
+    /// The process: `<client kind>-<n>.<incarnation>`.
+    pub(crate) p: String,
+    /// The client kind, e.g. `redlease-async-redisson`, `redis-py`.
+    pub(crate) c: String,
+    pub(crate) f: Op,
+    #[serde(rename = "type")]
+    pub(crate) ty: Type,
+    pub(crate) name: String,
+    /// Wall-clock Unix time in µs, comparable across processes.
+    pub(crate) t: u64,
+    /// The fencing token (`acquire` ok, `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token: Option<u64>,
+    /// The value read (`write` and `unfenced` ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) read: Option<i64>,
+    /// Whether the fenced write was accepted (`write` ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) accepted: Option<bool>,
+    /// Whether the client had been told its lock was lost (`release`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<bool>,
+    /// Why it failed, for `fail` and `info`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) err: Option<String>,
+}
+
+/// Wall-clock Unix time in µs.
+pub(crate) fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A client's history file, appended to and flushed line by line.
+#[derive(Debug)]
+pub(crate) struct Log {
+    file: File,
+    process: String,
+    client: String,
+}
+
+impl Log {
+    /// Opens (creating) `path` for process `process` of kind `client`.
+    pub(crate) fn open(path: &Path, process: &str, client: &str) -> std::io::Result<Log> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Log {
+            file,
+            process: process.to_owned(),
+            client: client.to_owned(),
+        })
+    }
+
+    /// A new event of this process, timed now.
+    pub(crate) fn event(&self, f: Op, ty: Type, name: &str) -> Event {
+        Event {
+            p: self.process.clone(),
+            c: self.client.clone(),
+            f,
+            ty,
+            name: name.to_owned(),
+            t: now_us(),
+            token: None,
+            read: None,
+            accepted: None,
+            lost: None,
+            err: None,
+        }
+    }
+
+    /// Appends `event` and flushes it.
+    pub(crate) fn write(&mut self, event: &Event) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        // One write per line: a line is never split by a kill between two
+        // writes.
+        self.file.write_all(&line)?;
+        self.file.flush()
+    }
+}
+
+/// Reads every `*.jsonl` history file in `dir` (the nemesis's own file
+/// excepted), in no particular order. A last line cut short by a kill is
+/// skipped.
+pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<Event>> {
+    let mut events = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "jsonl")
+                && p.file_name().is_some_and(|n| n != "nemesis.jsonl")
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        for line in BufReader::new(File::open(&path)?).lines() {
+            let line = line?;
+            if let Ok(event) = serde_json::from_str::<Event>(&line) {
+                events.push(event);
+            }
+        }
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_a_torn_line_is_skipped() {
+        let dir = std::env::temp_dir().join(format!("judge-history-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl");
+        let mut log = Log::open(&path, "p-1.1", "kind").unwrap();
+        let mut ok = log.event(Op::Acquire, Type::Ok, "n");
+        ok.token = Some(7);
+        log.write(&ok).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"p\":\"p-1.1\",\"c\"")
+            .unwrap();
+        let events = read_dir(&dir).unwrap();
+        assert_eq!(events, [ok]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

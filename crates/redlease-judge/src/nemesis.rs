@@ -1,0 +1,73 @@
+//! The nemesis: faults on a random schedule drawn from the run's seed, each
+//! logged with its start and end, for the checker to explain what the
+//! clients saw.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// A kind of fault. A phase of a run injects one kind (or none).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum FaultKind {
+    /// No fault: the baseline.
+    None,
+    /// `SIGSTOP` of a client holding a lock, for longer than its lease,
+    /// then `SIGCONT`.
+    Pause,
+    /// `SIGKILL` of a client holding a lock; a new one takes its place.
+    Kill,
+    /// Redis killed and started again empty on the same port.
+    Restart,
+}
+
+impl FaultKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::None => "none",
+            FaultKind::Pause => "pause",
+            FaultKind::Kill => "kill",
+            FaultKind::Restart => "restart",
+        }
+    }
+}
+
+/// One fault as it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Fault {
+    pub(crate) kind: FaultKind,
+    /// The process it hit (`redis` for the server).
+    pub(crate) target: String,
+    /// When it began and ended (a kill ends at once), Unix µs.
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+}
+
+/// Appends `fault` to the nemesis log `path`.
+pub(crate) fn record(path: &Path, fault: &Fault) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let mut line = serde_json::to_vec(fault).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    file.write_all(&line)
+}
+
+/// Reads the nemesis log `path` (none: no faults).
+pub(crate) fn read(path: &Path) -> std::io::Result<Vec<Fault>> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Ok(Vec::new());
+    };
+    let mut faults = Vec::new();
+    for line in BufReader::new(file).lines() {
+        if let Ok(fault) = serde_json::from_str(&line?) {
+            faults.push(fault);
+        }
+    }
+    Ok(faults)
+}
