@@ -29,6 +29,13 @@ pub(crate) enum Kind {
     BlockingRedisson,
     /// The blocking API, the string layout.
     BlockingString,
+    /// Java Redisson's `RLock` (`getLock`), through the driver in
+    /// `interop/redisson/`; it has no token, so the client takes one from
+    /// the shared counter right after acquiring.
+    JavaRlock,
+    /// Java Redisson's `RFencedLock` (`getFencedLock`), whose acquire
+    /// answers a token.
+    JavaFenced,
 }
 
 impl Kind {
@@ -39,13 +46,26 @@ impl Kind {
             Kind::AsyncString => "redlease-async-string",
             Kind::BlockingRedisson => "redlease-blocking-redisson",
             Kind::BlockingString => "redlease-blocking-string",
+            Kind::JavaRlock => "redisson-rlock",
+            Kind::JavaFenced => "redisson-fenced",
         }
     }
 
+    /// Whether it locks in Redisson's layout (else the string layout).
+    pub(crate) fn redisson_layout(self) -> bool {
+        !matches!(self, Kind::AsyncString | Kind::BlockingString)
+    }
+
+    /// Whether it is one of redlease's own clients (where bugs are planted).
+    pub(crate) fn is_redlease(self) -> bool {
+        !matches!(self, Kind::JavaRlock | Kind::JavaFenced)
+    }
+
     fn layout(self) -> Layout {
-        match self {
-            Kind::AsyncRedisson | Kind::BlockingRedisson => Layout::Redisson,
-            Kind::AsyncString | Kind::BlockingString => Layout::String,
+        if self.redisson_layout() {
+            Layout::Redisson
+        } else {
+            Layout::String
         }
     }
 }
@@ -98,6 +118,10 @@ pub(crate) struct ClientArgs {
     pub(crate) history: PathBuf,
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
+    /// The Redisson driver's launcher (`scripts/redisson` builds it), for
+    /// the Java kinds.
+    #[arg(long)]
+    pub(crate) java: Option<PathBuf>,
 }
 
 /// A lock held by the loop, whatever the API.
@@ -106,12 +130,36 @@ struct Held<G> {
     token: Option<u64>,
 }
 
+/// Why a call did not succeed.
+enum Failure {
+    /// It certainly did not happen: busy at the acquire, not the owner at
+    /// the release.
+    Definite(String),
+    /// It may or may not have happened: an error, a time-out.
+    Unknown(String),
+}
+
+impl Failure {
+    /// A redlease error, definite when `definite` says so.
+    fn of(e: &redlease::Error, definite: bool) -> Failure {
+        match definite {
+            true => Failure::Definite(e.to_string()),
+            false => Failure::Unknown(e.to_string()),
+        }
+    }
+}
+
 /// What the loop needs of an API.
 trait Locks {
     type Guard;
-    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, redlease::Error>;
-    fn is_lost(&self, guard: &Self::Guard) -> bool;
-    fn release(&mut self, guard: Self::Guard) -> Result<(), redlease::Error>;
+    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, Failure>;
+    /// Whether the client was told it lost the lock (`None`: it cannot be).
+    fn is_lost(&self, guard: &Self::Guard) -> Option<bool>;
+    fn release(&mut self, guard: Self::Guard) -> Result<(), Failure>;
+    /// Acquires answer no token: the loop takes one after acquiring.
+    fn needs_token(&self) -> bool {
+        false
+    }
 }
 
 /// The async API, driven on a runtime of its own (whose worker runs the
@@ -125,20 +173,23 @@ struct AsyncLocks {
 impl Locks for AsyncLocks {
     type Guard = redlease::LockGuard;
 
-    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, redlease::Error> {
+    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, Failure> {
         let guard = self
             .rt
-            .block_on(self.client.lock(name).try_lock_for(self.wait))?;
+            .block_on(self.client.lock(name).try_lock_for(self.wait))
+            .map_err(|e| Failure::of(&e, e.is_busy()))?;
         let token = guard.fencing_token();
         Ok(Held { guard, token })
     }
 
-    fn is_lost(&self, guard: &Self::Guard) -> bool {
-        guard.is_lost()
+    fn is_lost(&self, guard: &Self::Guard) -> Option<bool> {
+        Some(guard.is_lost())
     }
 
-    fn release(&mut self, guard: Self::Guard) -> Result<(), redlease::Error> {
-        self.rt.block_on(guard.unlock())
+    fn release(&mut self, guard: Self::Guard) -> Result<(), Failure> {
+        self.rt
+            .block_on(guard.unlock())
+            .map_err(|e| Failure::of(&e, e.is_not_owner()))
     }
 }
 
@@ -151,18 +202,180 @@ struct BlockingLocks {
 impl Locks for BlockingLocks {
     type Guard = redlease::blocking::LockGuard;
 
-    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, redlease::Error> {
-        let guard = self.client.lock(name).try_lock_for(self.wait)?;
+    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, Failure> {
+        let guard = (self.client.lock(name).try_lock_for(self.wait))
+            .map_err(|e| Failure::of(&e, e.is_busy()))?;
         let token = guard.fencing_token();
         Ok(Held { guard, token })
     }
 
-    fn is_lost(&self, guard: &Self::Guard) -> bool {
-        guard.is_lost()
+    fn is_lost(&self, guard: &Self::Guard) -> Option<bool> {
+        Some(guard.is_lost())
     }
 
-    fn release(&mut self, guard: Self::Guard) -> Result<(), redlease::Error> {
-        guard.unlock()
+    fn release(&mut self, guard: Self::Guard) -> Result<(), Failure> {
+        guard
+            .unlock()
+            .map_err(|e| Failure::of(&e, e.is_not_owner()))
+    }
+}
+
+/// Java Redisson, through the driver's serve mode: one owner thread, one
+/// request at a time on its stdin, one answer line on its stdout.
+struct JavaLocks {
+    driver: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    fenced: bool,
+    wait_ms: u64,
+    next: u64,
+}
+
+/// A Java hold: the name, to unlock.
+struct JavaGuard(String);
+
+impl JavaLocks {
+    /// Starts the driver on `redis` with Redisson's watchdog at `lease_ms`
+    /// and waits for its `ready` line.
+    fn start(
+        java: &std::path::Path,
+        redis: &str,
+        lease_ms: u64,
+        fenced: bool,
+        wait_ms: u64,
+    ) -> std::io::Result<JavaLocks> {
+        use std::io::BufRead;
+        let mut driver = std::process::Command::new(java)
+            .args([
+                "serve",
+                "--url",
+                redis,
+                "--watchdog-ms",
+                &lease_ms.to_string(),
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let input = driver
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let mut output = std::io::BufReader::new(
+            driver
+                .stdout
+                .take()
+                .ok_or_else(|| std::io::Error::other("no stdout"))?,
+        );
+        let mut line = String::new();
+        output.read_line(&mut line)?;
+        if !line.starts_with("ready ") {
+            return Err(std::io::Error::other(format!(
+                "the Redisson driver said {line:?}"
+            )));
+        }
+        Ok(JavaLocks {
+            driver,
+            input,
+            output,
+            fenced,
+            wait_ms,
+            next: 0,
+        })
+    }
+
+    /// Sends `request` for owner `a`: `Ok(value)` or `Err((class,
+    /// message))` as the driver answered.
+    fn call(&mut self, request: &str) -> std::io::Result<Result<String, (String, String)>> {
+        use std::io::{BufRead, Write};
+        self.next += 1;
+        let id = self.next.to_string();
+        writeln!(self.input, "{id} a {request}")?;
+        self.input.flush()?;
+        let mut line = String::new();
+        if self.output.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::other("the Redisson driver exited"));
+        }
+        // `<id> ok|err <start_us> <end_us> <value or class and message>`
+        let mut words = line.trim_end().splitn(5, ' ');
+        let (answer, status) = (words.next(), words.next());
+        let rest = words.nth(2).unwrap_or("").to_owned();
+        if answer != Some(id.as_str()) {
+            return Err(std::io::Error::other(format!(
+                "answer out of turn: {line:?}"
+            )));
+        }
+        Ok(match status {
+            Some("ok") => Ok(rest),
+            _ => {
+                let (class, message) = rest.split_once(' ').unwrap_or((&rest, ""));
+                Err((class.to_owned(), message.to_owned()))
+            }
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        if self.fenced { "fenced" } else { "lock" }
+    }
+}
+
+impl Drop for JavaLocks {
+    fn drop(&mut self) {
+        // `shutdown` ends the driver; it is waited for, so no JVM outlives
+        // its client.
+        let _ = self.call("shutdown");
+        let _ = self.driver.wait();
+    }
+}
+
+impl Locks for JavaLocks {
+    type Guard = JavaGuard;
+
+    fn acquire(&mut self, name: &str) -> Result<Held<Self::Guard>, Failure> {
+        let request = match self.fenced {
+            true => format!("token.trylock {name} {} -1", self.wait_ms),
+            false => format!("trylock lock {name} {} -1", self.wait_ms),
+        };
+        let answer = self
+            .call(&request)
+            .map_err(|e| Failure::Unknown(e.to_string()))?;
+        let guard = JavaGuard(name.to_owned());
+        match answer {
+            Ok(value) if value == "false" || value == "null" => {
+                Err(Failure::Definite("busy".to_owned()))
+            }
+            Ok(value) if self.fenced => match value.parse() {
+                Ok(token) => Ok(Held {
+                    guard,
+                    token: Some(token),
+                }),
+                Err(_) => Err(Failure::Unknown(format!("token {value:?}"))),
+            },
+            Ok(_) => Ok(Held { guard, token: None }),
+            Err((class, message)) => Err(Failure::Unknown(format!("{class}: {message}"))),
+        }
+    }
+
+    fn is_lost(&self, _: &Self::Guard) -> Option<bool> {
+        None
+    }
+
+    fn release(&mut self, guard: Self::Guard) -> Result<(), Failure> {
+        let request = format!("unlock {} {}", self.kind(), guard.0);
+        match self
+            .call(&request)
+            .map_err(|e| Failure::Unknown(e.to_string()))?
+        {
+            Ok(_) => Ok(()),
+            // Redisson's answer to an unlock of a lock no longer ours.
+            Err((class, message)) if class.contains("IllegalMonitorState") => {
+                Err(Failure::Definite(format!("{class}: {message}")))
+            }
+            Err((class, message)) => Err(Failure::Unknown(format!("{class}: {message}"))),
+        }
+    }
+
+    fn needs_token(&self) -> bool {
+        !self.fenced
     }
 }
 
@@ -201,6 +414,16 @@ pub(crate) fn run(args: &ClientArgs) -> Result<(), Box<dyn std::error::Error>> {
             let mut locks = AsyncLocks { rt, client, wait };
             run_loop(args, &mut log, &mut locks, &side, &table, &raw)
         }
+        Kind::JavaRlock | Kind::JavaFenced => {
+            let java = args
+                .java
+                .as_deref()
+                .ok_or("the Java kinds need --java, the Redisson driver's launcher")?;
+            let fenced = args.kind == Kind::JavaFenced;
+            let mut locks =
+                JavaLocks::start(java, &args.redis, args.lease_ms, fenced, args.wait_ms)?;
+            run_loop(args, &mut log, &mut locks, &side, &table, &raw)
+        }
         Kind::BlockingRedisson | Kind::BlockingString => {
             let client = redlease::blocking::Client::from_builder(
                 redlease::Client::builder(&args.redis)
@@ -227,28 +450,33 @@ fn run_loop<L: Locks>(
     while now_us() < args.until_us {
         let name = &args.names[rng.below(args.names.len() as u64) as usize];
         let early = match args.plant {
-            Some(Plant::TokenBeforeAcquire) => side.block_on(take_token(raw, name)).ok(),
+            Some(Plant::TokenBeforeAcquire) => side.block_on(take_token(raw, name, true)).ok(),
             _ => None,
         };
         log.write(&log.event(Op::Acquire, Type::Invoke, name))?;
         let held = match locks.acquire(name) {
             Ok(held) => held,
-            Err(e) => {
-                let busy = e.is_busy();
-                let mut event = log.event(
-                    Op::Acquire,
-                    if busy { Type::Fail } else { Type::Info },
-                    name,
-                );
-                event.err = Some(e.to_string());
+            Err(Failure::Definite(why)) => {
+                let mut event = log.event(Op::Acquire, Type::Fail, name);
+                event.err = Some(why);
                 log.write(&event)?;
-                if !busy {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                continue;
+            }
+            Err(Failure::Unknown(why)) => {
+                let mut event = log.event(Op::Acquire, Type::Info, name);
+                event.err = Some(why);
+                log.write(&event)?;
+                std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
         };
-        let token = early.or(held.token);
+        // A lock without tokens: one from the shared counter, now that it
+        // is held, as its users would have to.
+        let late = match (early, held.token) {
+            (None, None) if locks.needs_token() => side.block_on(take_token(raw, name, false)).ok(),
+            _ => None,
+        };
+        let token = early.or(held.token).or(late);
         let mut ok = log.event(Op::Acquire, Type::Ok, name);
         ok.token = token;
         log.write(&ok)?;
@@ -297,7 +525,9 @@ fn run_loop<L: Locks>(
         log.write(&log.event(Op::Release, Type::Invoke, name))?;
         let released = match args.plant {
             Some(Plant::ReleaseWithoutOwnerCheck) => {
-                let bare = side.block_on(bare_release(raw, name));
+                let bare = side
+                    .block_on(bare_release(raw, name))
+                    .map_err(|e| Failure::Unknown(e.to_string()));
                 // The guard's own release then finds the lock gone (or
                 // someone else's) and does nothing.
                 drop(held.guard);
@@ -307,35 +537,38 @@ fn run_loop<L: Locks>(
         };
         let mut event = match released {
             Ok(()) => log.event(Op::Release, Type::Ok, name),
-            Err(e) if e.is_not_owner() => {
+            Err(Failure::Definite(why)) => {
                 let mut event = log.event(Op::Release, Type::Fail, name);
-                event.err = Some(e.to_string());
+                event.err = Some(why);
                 event
             }
-            Err(e) => {
+            Err(Failure::Unknown(why)) => {
                 let mut event = log.event(Op::Release, Type::Info, name);
-                event.err = Some(e.to_string());
+                event.err = Some(why);
                 event
             }
         };
-        event.lost = Some(lost);
+        event.lost = lost;
         log.write(&event)?;
     }
     Ok(())
 }
 
-/// The planted token: the shared counter's next value, taken before the
-/// acquire (seeded from the server's clock when small, as redlease seeds
-/// it, so that it is comparable with the other clients' tokens).
-async fn take_token(raw: &redis::Client, name: &str) -> redis::RedisResult<u64> {
+/// A token from the shared counter (seeded from the server's clock when
+/// small, as redlease seeds it, so that it is comparable with the other
+/// clients' tokens): for a lock without tokens, right after acquiring; for
+/// the planted bug, `before` the acquire.
+async fn take_token(raw: &redis::Client, name: &str, before: bool) -> redis::RedisResult<u64> {
     let mut conn = raw.get_multiplexed_async_connection().await?;
     let token: u64 = redis::Script::new(TOKEN_SCRIPT)
         .key(redlease::layout::token_key(name))
         .invoke_async(&mut conn)
         .await?;
-    // A delay between token and acquire, as a network or a busy thread
-    // would make: it lets tokens overtake each other.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    if before {
+        // A delay between token and acquire, as a network or a busy thread
+        // would make: it lets tokens overtake each other.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(token)
 }
 
@@ -353,17 +586,14 @@ return token
 
 /// The planted release: a bare `DEL` and the unlock message, whoever holds
 /// the lock.
-async fn bare_release(raw: &redis::Client, name: &str) -> Result<(), redlease::Error> {
-    let run = async {
-        let mut conn = raw.get_multiplexed_async_connection().await?;
-        redis::pipe()
-            .cmd("DEL")
-            .arg(name)
-            .cmd("PUBLISH")
-            .arg(redlease::layout::channel(name))
-            .arg(0)
-            .exec_async(&mut conn)
-            .await
-    };
-    run.await.map_err(redlease::Error::from)
+async fn bare_release(raw: &redis::Client, name: &str) -> redis::RedisResult<()> {
+    let mut conn = raw.get_multiplexed_async_connection().await?;
+    redis::pipe()
+        .cmd("DEL")
+        .arg(name)
+        .cmd("PUBLISH")
+        .arg(redlease::layout::channel(name))
+        .arg(0)
+        .exec_async(&mut conn)
+        .await
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::check::Cause;
-use crate::run::{PhaseReport, RunReport};
+use crate::run::RunReport;
 
 /// The report as Markdown.
 pub(crate) fn markdown(run: &RunReport) -> String {
@@ -36,12 +36,13 @@ pub(crate) fn markdown(run: &RunReport) -> String {
             .unwrap_or_default()
     );
     md.push_str(
-        "| fault | seconds | faults | operations | acquired | busy | unknown | overlaps (cause) | unexplained | stale fenced writes accepted | fenced increments lost | unfenced updates lost | token order | releases refused | recovery, ms |\n",
+        "| fault | seconds | faults | operations | acquired | busy | unknown | overlaps (cause) | unexplained | stale fenced writes accepted | fenced writes refused | fenced increments lost | unfenced updates lost | tokens against the hold order (cause) | releases refused | recovery, ms |\n",
     );
-    md.push_str("|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    md.push_str("|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|---|--:|--:|\n");
     for p in &run.phases {
         let c = &p.check;
-        let causes = causes(p);
+        let overlap_causes = causes(c.overlaps.iter().map(|o| o.cause));
+        let token_causes = causes(c.token_order.iter().map(|t| t.cause));
         let unexplained = c
             .overlaps
             .iter()
@@ -55,7 +56,7 @@ pub(crate) fn markdown(run: &RunReport) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} |",
             p.fault.as_str(),
             p.seconds,
             p.faults.len(),
@@ -63,13 +64,14 @@ pub(crate) fn markdown(run: &RunReport) -> String {
             c.acquired,
             c.busy,
             c.unknown,
-            causes,
+            overlap_causes,
             unexplained,
             c.stale_writes.len(),
+            c.fenced.refused,
             c.fenced.lost,
             c.unfenced.lost,
             c.unfenced.done,
-            c.token_order.len(),
+            token_causes,
             c.released_not_owner,
             recovery,
         );
@@ -99,10 +101,12 @@ pub(crate) fn markdown(run: &RunReport) -> String {
 }
 
 /// `3 (pause 2, restart 1)`, or `0`.
-fn causes(p: &PhaseReport) -> String {
+fn causes(all: impl Iterator<Item = Cause>) -> String {
     let mut counts = std::collections::BTreeMap::new();
-    for o in &p.check.overlaps {
-        *counts.entry(o.cause).or_insert(0) += 1;
+    let mut total = 0;
+    for cause in all {
+        *counts.entry(cause).or_insert(0) += 1;
+        total += 1;
     }
     if counts.is_empty() {
         return "0".to_owned();
@@ -118,7 +122,7 @@ fn causes(p: &PhaseReport) -> String {
             format!("{name} {n}")
         })
         .collect();
-    format!("{} ({})", p.check.overlaps.len(), parts.join(", "))
+    format!("{total} ({})", parts.join(", "))
 }
 
 /// The chart: one band per phase, one row per name, each hold a bar

@@ -4,6 +4,7 @@
 //! checker's verdict.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,6 +28,10 @@ pub(crate) enum ClientSpec {
     AsyncString,
     BlockingRedisson,
     BlockingString,
+    /// Java Redisson's `RLock`.
+    JavaRlock,
+    /// Java Redisson's `RFencedLock`.
+    JavaFenced,
     /// redis-py's `Lock` on the string layout
     /// (`crates/redlease-judge/clients/redis_py.py`).
     RedisPy,
@@ -44,10 +49,7 @@ impl ClientSpec {
     /// two are not mixed on one key (a hash lock refuses a string key as
     /// the wrong type, not as busy), so each has names of its own.
     fn redisson_layout(self) -> bool {
-        matches!(
-            self,
-            ClientSpec::AsyncRedisson | ClientSpec::BlockingRedisson
-        )
+        self.kind().is_some_and(Kind::redisson_layout)
     }
 
     fn kind(self) -> Option<Kind> {
@@ -56,6 +58,8 @@ impl ClientSpec {
             ClientSpec::AsyncString => Some(Kind::AsyncString),
             ClientSpec::BlockingRedisson => Some(Kind::BlockingRedisson),
             ClientSpec::BlockingString => Some(Kind::BlockingString),
+            ClientSpec::JavaRlock => Some(Kind::JavaRlock),
+            ClientSpec::JavaFenced => Some(Kind::JavaFenced),
             ClientSpec::RedisPy => None,
         }
     }
@@ -87,7 +91,7 @@ pub(crate) struct RunArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "async-redisson,async-string,blocking-redisson,blocking-string,redis-py"
+        default_value = "async-redisson,async-string,blocking-redisson,blocking-string,java-rlock,java-fenced,redis-py"
     )]
     pub(crate) clients: Vec<ClientSpec>,
     /// How many lock names the clients of each layout share.
@@ -110,6 +114,10 @@ pub(crate) struct RunArgs {
     /// `scripts/judge-peers` makes, target/judge/venv).
     #[arg(long)]
     pub(crate) python: Option<PathBuf>,
+    /// The Redisson driver's launcher for the Java clients (default: the
+    /// 4.7.0 one `scripts/redisson` builds).
+    #[arg(long)]
+    pub(crate) java: Option<PathBuf>,
     /// Plant this bug in every redlease client.
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
@@ -229,12 +237,17 @@ impl Phase<'_> {
                     kind.to_possible_value()
                         .map_or_else(String::new, |v| v.get_name().to_owned()),
                 );
-                if let Some(plant) = a.plant {
+                if kind.is_redlease()
+                    && let Some(plant) = a.plant
+                {
                     cmd.arg("--plant").arg(
                         plant
                             .to_possible_value()
                             .map_or_else(String::new, |v| v.get_name().to_owned()),
                     );
+                }
+                if !kind.is_redlease() {
+                    cmd.arg("--java").arg(java(a));
                 }
                 cmd
             }
@@ -248,10 +261,13 @@ impl Phase<'_> {
             cmd.arg(flag).arg(value);
         }
         let log = std::fs::File::create(self.dir.join(format!("{process}.stderr")))?;
+        // A process group of its own: a fault stops or kills the client
+        // with everything it started (the Java client's JVM).
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
+            .process_group(0)
             .spawn()?;
         Ok(Proc {
             spec,
@@ -262,6 +278,25 @@ impl Phase<'_> {
             child,
         })
     }
+}
+
+/// Sends signal `name` to the process group of `child` (its own: see
+/// [`Phase::spawn`]).
+fn signal_group(name: &str, child: &Child) {
+    let _ = Command::new("kill")
+        .args([
+            format!("-{name}"),
+            "--".to_owned(),
+            format!("-{}", child.id()),
+        ])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn java(args: &RunArgs) -> PathBuf {
+    args.java.clone().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/interop/redisson/4.7.0/run")
+    })
 }
 
 fn python(args: &RunArgs) -> PathBuf {
@@ -389,10 +424,10 @@ fn run_phase(
                 let i = pick_holder(&procs, &mut rng);
                 let p = &procs[i];
                 let start = now_us();
-                redlease_testkit::signal("STOP", p.child.id());
+                signal_group("STOP", &p.child);
                 let stopped = lease + lease / 2 + Duration::from_millis(rng.below(500));
                 std::thread::sleep(stopped);
-                redlease_testkit::signal("CONT", p.child.id());
+                signal_group("CONT", &p.child);
                 Some(Fault {
                     kind: fault,
                     target: p.process.clone(),
@@ -404,7 +439,7 @@ fn run_phase(
                 let i = pick_holder(&procs, &mut rng);
                 let start = now_us();
                 let p = &mut procs[i];
-                let _ = p.child.kill();
+                signal_group("KILL", &p.child);
                 let _ = p.child.wait();
                 let fault_done = Fault {
                     kind: fault,
@@ -446,7 +481,7 @@ fn run_phase(
         }
         if p.child.try_wait()?.is_none() {
             eprintln!("redlease-judge: {} did not stop; killed", p.process);
-            let _ = p.child.kill();
+            signal_group("KILL", &p.child);
             let _ = p.child.wait();
         }
     }
