@@ -38,6 +38,8 @@ pub(crate) struct Hold {
 pub(crate) enum Cause {
     /// A holder was stopped during its hold, past its lease.
     Pause,
+    /// A holder was cut off from Redis during its hold, past its lease.
+    Partition,
     /// Redis restarted empty while the first was held: its lock was lost.
     Restart,
     /// Nothing in the nemesis's log explains it: a violation.
@@ -349,12 +351,18 @@ fn overlaps(holds: &[Hold], faults: &[Fault]) -> Vec<Overlap> {
 /// What explains holds `a` and `b` (`a` began first) overlapping.
 fn cause(a: &Hold, b: &Hold, faults: &[Fault]) -> Cause {
     let during = |f: &Fault, h: &Hold| f.start < h.end && f.end > h.start;
-    let paused = faults.iter().any(|f| {
-        f.kind == FaultKind::Pause
-            && ((f.target == a.process && during(f, a)) || (f.target == b.process && during(f, b)))
-    });
-    if paused {
+    let hit = |kind: FaultKind| {
+        faults.iter().any(|f| {
+            f.kind == kind
+                && ((f.target == a.process && during(f, a))
+                    || (f.target == b.process && during(f, b)))
+        })
+    };
+    if hit(FaultKind::Pause) {
         return Cause::Pause;
+    }
+    if hit(FaultKind::Partition) {
+        return Cause::Partition;
     }
     let restarted = faults
         .iter()
@@ -373,13 +381,17 @@ fn cause(a: &Hold, b: &Hold, faults: &[Fault]) -> Cause {
 fn token_order(holds: &[Hold], faults: &[Fault]) -> Vec<TokenOrder> {
     let cause = |first: &Hold, second: &Hold| {
         let between = |f: &Fault| f.start < second.start && f.end > first.start;
-        let paused = faults.iter().any(|f| {
-            f.kind == FaultKind::Pause
-                && (f.target == first.process || f.target == second.process)
-                && between(f)
-        });
-        if paused {
+        let hit = |kind: FaultKind| {
+            faults.iter().any(|f| {
+                f.kind == kind
+                    && (f.target == first.process || f.target == second.process)
+                    && between(f)
+            })
+        };
+        if hit(FaultKind::Pause) {
             Cause::Pause
+        } else if hit(FaultKind::Partition) {
+            Cause::Partition
         } else if faults
             .iter()
             .any(|f| f.kind == FaultKind::Restart && between(f))

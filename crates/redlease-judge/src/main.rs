@@ -12,6 +12,7 @@
 //! * [`client`]: the redlease client processes (and the planted bugs);
 //! * [`db`]: the fenced and unfenced rows;
 //! * [`nemesis`]: the faults;
+//! * [`netns`]: real network partitions, with network namespaces;
 //! * [`run`]: the phases, the processes, the recovery probe;
 //! * [`check`]: the checker, which reads only the history;
 //! * [`report`]: the Markdown report and the chart.
@@ -24,6 +25,7 @@ mod client;
 mod db;
 mod history;
 mod nemesis;
+mod netns;
 mod report;
 mod rng;
 mod run;

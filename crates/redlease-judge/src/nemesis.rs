@@ -23,6 +23,9 @@ pub(crate) enum FaultKind {
     Kill,
     /// Redis killed and started again empty on the same port.
     Restart,
+    /// A client holding a lock cut off from Redis (not from the database)
+    /// for longer than its lease: a real partition, see [`crate::netns`].
+    Partition,
 }
 
 impl FaultKind {
@@ -32,6 +35,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Kill => "kill",
             FaultKind::Restart => "restart",
+            FaultKind::Partition => "partition",
         }
     }
 }

@@ -116,6 +116,7 @@ fn causes(all: impl Iterator<Item = Cause>) -> String {
         .map(|(cause, n)| {
             let name = match cause {
                 Cause::Pause => "pause",
+                Cause::Partition => "partition",
                 Cause::Restart => "restart",
                 Cause::Unexplained => "unexplained",
             };

@@ -4,6 +4,7 @@
 //! checker's verdict.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,6 +19,7 @@ use crate::client::{Kind, Plant};
 use crate::db::Table;
 use crate::history::{self, Event, Op, Type, now_us};
 use crate::nemesis::{self, Fault, FaultKind};
+use crate::netns::{Network, Relay};
 use crate::rng::Rng;
 
 /// A client process of the run.
@@ -77,7 +79,7 @@ pub(crate) struct RunArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "none,pause,kill,restart"
+        default_value = "none,pause,kill,restart,partition"
     )]
     pub(crate) phases: Vec<FaultKind>,
     /// How long the clients run in each phase; the nemesis stops
@@ -188,6 +190,11 @@ struct Phase<'a> {
     args: &'a RunArgs,
     dir: PathBuf,
     redis_url: String,
+    /// The database as the clients reach it (through the relay, in the
+    /// partition phase).
+    db_url: String,
+    /// Each client's network namespace, in the partition phase.
+    namespaces: Vec<String>,
     table: String,
     names: Vec<String>,
     until_us: u64,
@@ -220,7 +227,7 @@ impl Phase<'_> {
         let common = [
             ("--process", process.clone()),
             ("--redis", self.redis_url.clone()),
-            ("--db", a.db.clone()),
+            ("--db", self.db_url.clone()),
             ("--table", self.table.clone()),
             ("--names", self.names_of(spec).join(",")),
             ("--seed", seed.to_string()),
@@ -230,36 +237,36 @@ impl Phase<'_> {
             ("--hold-ms", a.hold_ms.to_string()),
             ("--history", history.display().to_string()),
         ];
-        let mut cmd = match spec.kind() {
+        let (program, mut argv): (PathBuf, Vec<String>) = match spec.kind() {
             Some(kind) => {
-                let mut cmd = Command::new(std::env::current_exe()?);
-                cmd.arg("client").arg("--kind").arg(
-                    kind.to_possible_value()
-                        .map_or_else(String::new, |v| v.get_name().to_owned()),
-                );
+                let mut argv = vec!["client".to_owned(), "--kind".to_owned(), value_name(kind)];
                 if kind.is_redlease()
                     && let Some(plant) = a.plant
                 {
-                    cmd.arg("--plant").arg(
-                        plant
-                            .to_possible_value()
-                            .map_or_else(String::new, |v| v.get_name().to_owned()),
-                    );
+                    argv.extend(["--plant".to_owned(), value_name(plant)]);
                 }
                 if !kind.is_redlease() {
-                    cmd.arg("--java").arg(java(a));
+                    argv.extend(["--java".to_owned(), java(a).display().to_string()]);
                 }
-                cmd
+                (std::env::current_exe()?, argv)
             }
             None => {
-                let mut cmd = Command::new(python(a));
-                cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/redis_py.py"));
-                cmd
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/redis_py.py");
+                (python(a), vec![script.display().to_string()])
             }
         };
         for (flag, value) in common {
-            cmd.arg(flag).arg(value);
+            argv.extend([flag.to_owned(), value]);
         }
+        let mut cmd = match self.namespaces.get(index) {
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns]).arg(&program);
+                cmd
+            }
+            None => Command::new(&program),
+        };
+        cmd.args(argv);
         let log = std::fs::File::create(self.dir.join(format!("{process}.stderr")))?;
         // A process group of its own: a fault stops or kills the client
         // with everything it started (the Java client's JVM).
@@ -291,6 +298,13 @@ fn signal_group(name: &str, child: &Child) {
         ])
         .stderr(Stdio::null())
         .status();
+}
+
+/// The command-line spelling of a clap value.
+fn value_name(value: impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 fn java(args: &RunArgs) -> PathBuf {
@@ -394,11 +408,43 @@ fn run_phase(
     let table_name = format!("judge_{}_{seed}", fault.as_str());
     let table = rt.block_on(Table::connect(&args.db, &table_name))?;
     rt.block_on(table.create(&names))?;
+    // The partition phase runs each client in a network namespace of its
+    // own, Redis listening on the bridge too, the database through a relay.
+    let (network, relay) = match fault {
+        FaultKind::Partition => {
+            let mut network = Network::new()?;
+            let namespaces = (0..args.clients.len())
+                .map(|i| network.namespace(i))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            let bridge = network.address(1);
+            let mut conn = redis.connection();
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("bind")
+                .arg(format!("127.0.0.1 {bridge}"))
+                .arg("protected-mode")
+                .arg("no")
+                .exec(&mut conn)?;
+            let relay = Relay::start(bridge, db_port(&args.db))?;
+            (Some((network, namespaces)), Some(relay))
+        }
+        _ => (None, None),
+    };
+    let (redis_url, db_url, namespaces) = match (&network, &relay) {
+        (Some((network, namespaces)), Some(relay)) => (
+            format!("redis://{}:{}", network.address(1), redis.port()),
+            db_at(&args.db, relay.address()),
+            namespaces.clone(),
+        ),
+        _ => (redis.url(), args.db.clone(), Vec::new()),
+    };
     let start = now_us();
     let phase = Phase {
         args,
         dir: dir.clone(),
-        redis_url: redis.url(),
+        redis_url,
+        db_url,
+        namespaces,
         table: table_name,
         names: names.clone(),
         until_us: start + args.seconds * 1_000_000,
@@ -451,6 +497,21 @@ fn run_phase(
                 procs[i] = phase.spawn(spec, index, incarnation)?;
                 Some(fault_done)
             }
+            FaultKind::Partition => {
+                let i = pick_holder(&procs, &mut rng);
+                let (network, namespaces) = network.as_ref().ok_or("no network")?;
+                let start = now_us();
+                network.partition(&namespaces[procs[i].index])?;
+                let cut = lease + lease / 2 + Duration::from_millis(rng.below(500));
+                std::thread::sleep(cut);
+                network.heal(&namespaces[procs[i].index])?;
+                Some(Fault {
+                    kind: fault,
+                    target: procs[i].process.clone(),
+                    start,
+                    end: now_us(),
+                })
+            }
             FaultKind::Restart => {
                 let start = now_us();
                 redis.restart();
@@ -486,6 +547,15 @@ fn run_phase(
         }
     }
     let end = now_us();
+    if network.is_some() {
+        drop((relay, network));
+        // Its address is gone with the bridge.
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("bind")
+            .arg("127.0.0.1")
+            .exec(&mut redis.connection())?;
+    }
     let recovery_ms = rt.block_on(recovery(&redis.url(), &names, lease));
     let rows = rt.block_on(table.rows())?;
     rt.block_on(table.drop_table())?;
@@ -502,6 +572,29 @@ fn run_phase(
         end,
         nemesis_end,
     })
+}
+
+/// The port of the database URL `url` (5432 when it names none).
+fn db_port(url: &str) -> u16 {
+    host_port(url)
+        .and_then(|hp| hp.rsplit_once(':'))
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or(5432)
+}
+
+/// The `host:port` part of a `postgres://user:password@host:port/db` URL.
+fn host_port(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    Some(rest.split(['/', '?']).next().unwrap_or(rest))
+}
+
+/// `url` with its host and port replaced by `at`.
+fn db_at(url: &str, at: SocketAddr) -> String {
+    match host_port(url) {
+        Some(hp) => url.replacen(hp, &at.to_string(), 1),
+        None => url.to_owned(),
+    }
 }
 
 /// Time left until Unix time `us`.
@@ -572,4 +665,21 @@ async fn recovery(url: &str, names: &[String], lease: Duration) -> Vec<(String, 
         out.push((name.clone(), took));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_url_is_moved_to_the_relay() {
+        let url = "postgres://postgres:redlease@127.0.0.1:5432/test";
+        assert_eq!(db_port(url), 5432);
+        assert_eq!(db_port("postgres://localhost/test"), 5432);
+        let at: SocketAddr = "10.1.2.1:4000".parse().unwrap();
+        assert_eq!(
+            db_at(url, at),
+            "postgres://postgres:redlease@10.1.2.1:4000/test"
+        );
+    }
 }
