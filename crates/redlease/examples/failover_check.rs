@@ -125,7 +125,13 @@ async fn run(
                             counts.double_grants.fetch_add(1, Ordering::Relaxed);
                         }
                         counts.acquired.fetch_add(1, Ordering::Relaxed);
-                        deposit(&ledger, &counts, guard.fencing_token().unwrap()).await;
+                        deposit(
+                            &ledger,
+                            &counts,
+                            guard.fencing_token().unwrap(),
+                            guard.owner(),
+                        )
+                        .await;
                         counts.inside.fetch_sub(1, Ordering::SeqCst);
                         if let Err(e) = guard.unlock().await
                             && e.is_not_owner()
@@ -172,14 +178,14 @@ async fn run(
     Ok((counts, balance))
 }
 
-/// Claim, read, write the balance plus one, under `token`.
-async fn deposit(ledger: &Ledger, counts: &Counts, token: u64) {
-    let Ok(Some(balance)) = ledger.claim(ACCOUNT, token).await else {
+/// Claim, read, write the balance plus one, under `token` by `holder`.
+async fn deposit(ledger: &Ledger, counts: &Counts, token: u64, holder: &str) {
+    let Ok(Some(balance)) = ledger.claim(ACCOUNT, token, holder).await else {
         counts.refused.fetch_add(1, Ordering::Relaxed);
         return;
     };
     tokio::time::sleep(Duration::from_millis(5)).await;
-    match ledger.commit(ACCOUNT, token, balance + 1).await {
+    match ledger.commit(ACCOUNT, token, holder, balance + 1).await {
         Ok(true) => {
             counts.accepted.fetch_add(1, Ordering::Relaxed);
             if counts.highest.fetch_max(token, Ordering::SeqCst) > token {

@@ -106,8 +106,10 @@ impl LockGuard {
     /// GC or swap, a stopped process) from writing after the next holder has
     /// started. Pass the token with every write to the protected resource,
     /// and let the resource reject a token lower than the highest it has
-    /// seen, for example
-    /// `UPDATE orders SET status = $2, fence = $3 WHERE id = $1 AND fence <= $3`.
+    /// seen, or the same token from another holder ([`owner`](Self::owner)
+    /// tells them apart: a failover can issue a token twice), for example
+    /// `UPDATE orders SET status = $2, fence = $3, holder = $4 WHERE id = $1
+    /// AND (fence < $3 OR (fence = $3 AND holder = $4))`.
     /// A read-modify-write needs two statements, a claim of the row with the
     /// token and a write conditioned on the claim; the crate's `fenced`
     /// example shows that pattern on PostgreSQL, and the README says why.

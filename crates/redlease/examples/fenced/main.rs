@@ -32,11 +32,14 @@ const ACCOUNT: &str = "acct-1";
 async fn deposit(lock: &Lock, ledger: &Ledger, amount: i64) -> Result<(), BoxError> {
     let guard = lock.try_lock_for(Duration::from_secs(5)).await?;
     let token = guard.fencing_token().unwrap();
-    let Some(balance) = ledger.claim(ACCOUNT, token).await? else {
+    let Some(balance) = ledger.claim(ACCOUNT, token, guard.owner()).await? else {
         return Err("a newer lock holder has claimed the account".into());
     };
     // ... anything slow: call a payment provider, render a receipt ...
-    if !ledger.commit(ACCOUNT, token, balance + amount).await? {
+    if !ledger
+        .commit(ACCOUNT, token, guard.owner(), balance + amount)
+        .await?
+    {
         return Err("the lock passed to a newer holder before the write".into());
     }
     guard.unlock().await?;
@@ -60,7 +63,7 @@ async fn main() -> Result<(), BoxError> {
     let a = client.lock(&name).lease(lease).try_lock().await?;
     let a_token = a.fencing_token().unwrap();
     let a_read = ledger
-        .claim(ACCOUNT, a_token)
+        .claim(ACCOUNT, a_token, a.owner())
         .await?
         .ok_or("claim refused")?;
     println!("  A holds token {a_token}, reads balance {a_read}, then pauses for 2 leases");
@@ -73,14 +76,18 @@ async fn main() -> Result<(), BoxError> {
         .await?;
     let b_token = b.fencing_token().unwrap();
     let b_read = ledger
-        .claim(ACCOUNT, b_token)
+        .claim(ACCOUNT, b_token, b.owner())
         .await?
         .ok_or("claim refused")?;
-    let b_wrote = ledger.commit(ACCOUNT, b_token, b_read + 10).await?;
+    let b_wrote = ledger
+        .commit(ACCOUNT, b_token, b.owner(), b_read + 10)
+        .await?;
     b.unlock().await?;
     println!("  B holds token {b_token}, deposits 10: written = {b_wrote}");
 
-    let a_wrote = ledger.commit(ACCOUNT, a_token, a_read + 5).await?;
+    let a_wrote = ledger
+        .commit(ACCOUNT, a_token, a.owner(), a_read + 5)
+        .await?;
     println!("  A wakes up and deposits 5 with token {a_token}: written = {a_wrote}");
     let a_unlock = a.unlock().await;
     println!(
