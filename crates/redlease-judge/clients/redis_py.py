@@ -11,6 +11,11 @@ its lease is fixed, `--lease-ms`.
 
 Usage: redis_py.py --process P --redis URL --db URL --table T --names a,b
        --seed N --until-us T --lease-ms N --wait-ms N --hold-ms N --history F
+       [--deployment single|sentinel|cluster --nodes host:port,... --master-name M]
+
+With `--deployment sentinel`, the master behind the Sentinels `--nodes`
+(`redis.sentinel.Sentinel(...).master_for(M)`); with `cluster`,
+`redis.cluster.RedisCluster` on the seed nodes `--nodes`.
 """
 
 import argparse
@@ -21,7 +26,9 @@ import time
 
 import psycopg
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import LockNotOwnedError
+from redis.sentinel import Sentinel
 
 TOKEN_SCRIPT = """
 local token = redis.call('incr', KEYS[1])
@@ -64,15 +71,26 @@ def main():
         ap.add_argument("--" + flag, required=True)
     for flag in ["seed", "until-us", "lease-ms", "wait-ms", "hold-ms"]:
         ap.add_argument("--" + flag, type=int, required=True)
+    ap.add_argument("--deployment", default="single", choices=["single", "sentinel", "cluster"])
+    ap.add_argument("--nodes", default="")
+    ap.add_argument("--master-name", default="mymaster")
+    ap.add_argument("--guard", default="holder", choices=["holder", "token"])
     a = ap.parse_args()
     names = a.names.split(",")
     rng = random.Random(a.seed)
     log = Log(a.history, a.process)
-    r = redis.Redis.from_url(a.redis, socket_timeout=1.0)
+    nodes = [(h, int(p)) for h, p in (n.rsplit(":", 1) for n in a.nodes.split(",") if n)]
+    if a.deployment == "sentinel":
+        r = Sentinel(nodes, socket_timeout=1.0).master_for(a.master_name, socket_timeout=1.0)
+    elif a.deployment == "cluster":
+        r = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in nodes], socket_timeout=1.0)
+    else:
+        r = redis.Redis.from_url(a.redis, socket_timeout=1.0)
     fence = r.register_script(TOKEN_SCRIPT)
     db = psycopg.connect(a.db, autocommit=True)
     table = a.table
     hold = a.hold_ms / 1000
+    holds = 0
     while now_us() < a.until_us:
         name = rng.choice(names)
         log.write("acquire", "invoke", name)
@@ -91,21 +109,26 @@ def main():
         except Exception as e:  # noqa: BLE001
             token = None
         log.write("acquire", "ok", name, token=token)
+        holds += 1
         if token is not None:
             log.write("write", "invoke", name, token=token)
             try:
-                row = db.execute(
-                    f"UPDATE {table} SET fence = %s WHERE id = %s AND fence <= %s RETURNING balance",
-                    (token, name, token),
-                ).fetchone()
+                holder = f"{a.process}/{holds}"
+                if a.guard == "holder":
+                    claim = (f"UPDATE {table} SET fence = %(t)s, holder = %(h)s WHERE id = %(n)s"
+                             " AND (fence < %(t)s OR (fence = %(t)s AND holder = %(h)s)) RETURNING balance")
+                    commit = (f"UPDATE {table} SET balance = %(b)s WHERE id = %(n)s"
+                              " AND fence = %(t)s AND holder = %(h)s")
+                else:
+                    claim = (f"UPDATE {table} SET fence = %(t)s, holder = %(h)s WHERE id = %(n)s"
+                             " AND fence <= %(t)s RETURNING balance")
+                    commit = f"UPDATE {table} SET balance = %(b)s WHERE id = %(n)s AND fence = %(t)s"
+                row = db.execute(claim, {"t": token, "h": holder, "n": name}).fetchone()
                 if row is None:
                     log.write("write", "ok", name, token=token, accepted=False)
                 else:
                     time.sleep(hold)
-                    done = db.execute(
-                        f"UPDATE {table} SET balance = %s WHERE id = %s AND fence = %s",
-                        (row[0] + 1, name, token),
-                    ).rowcount
+                    done = db.execute(commit, {"b": row[0] + 1, "n": name, "t": token, "h": holder}).rowcount
                     log.write("write", "ok", name, token=token, accepted=done == 1,
                               read=row[0] if done == 1 else None)
             except Exception as e:  # noqa: BLE001

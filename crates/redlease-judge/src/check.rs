@@ -42,6 +42,9 @@ pub(crate) enum Cause {
     Partition,
     /// Redis restarted empty while the first was held: its lock was lost.
     Restart,
+    /// A failover while the first was held: its lock was not yet on the
+    /// replica that took over.
+    Failover,
     /// Nothing in the nemesis's log explains it: a violation.
     Unexplained,
 }
@@ -364,11 +367,16 @@ fn cause(a: &Hold, b: &Hold, faults: &[Fault]) -> Cause {
     if hit(FaultKind::Partition) {
         return Cause::Partition;
     }
-    let restarted = faults
-        .iter()
-        .any(|f| f.kind == FaultKind::Restart && f.end > a.start && f.start < b.start);
-    if restarted {
+    let lost = |kind: FaultKind| {
+        faults
+            .iter()
+            .any(|f| f.kind == kind && f.end > a.start && f.start < b.start)
+    };
+    if lost(FaultKind::Restart) {
         return Cause::Restart;
+    }
+    if lost(FaultKind::Sentinel) || lost(FaultKind::Cluster) {
+        return Cause::Failover;
     }
     Cause::Unexplained
 }
@@ -397,6 +405,11 @@ fn token_order(holds: &[Hold], faults: &[Fault]) -> Vec<TokenOrder> {
             .any(|f| f.kind == FaultKind::Restart && between(f))
         {
             Cause::Restart
+        } else if faults
+            .iter()
+            .any(|f| matches!(f.kind, FaultKind::Sentinel | FaultKind::Cluster) && between(f))
+        {
+            Cause::Failover
         } else {
             Cause::Unexplained
         }

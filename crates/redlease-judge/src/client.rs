@@ -14,7 +14,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use redlease::layout::Layout;
 
-use crate::db::{Fenced, Table};
+use crate::db::{Fenced, Guard, Table};
 use crate::history::{Log, Op, Type, now_us};
 use crate::rng::Rng;
 
@@ -82,6 +82,20 @@ pub(crate) enum Plant {
     TokenBeforeAcquire,
 }
 
+/// How the clients reach Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Deployment {
+    /// One server: `--redis` is its URL.
+    Single,
+    /// A master and replicas behind Sentinels: `--redis` is redlease's
+    /// `redis-sentinel://` URL, `--nodes` the Sentinels, `--master-name`
+    /// the master's name.
+    Sentinel,
+    /// A Redis Cluster: `--redis` is redlease's `redis-cluster://` URL,
+    /// `--nodes` the seed nodes.
+    Cluster,
+}
+
 /// `redlease-judge client`: one client process.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct ClientArgs {
@@ -92,6 +106,14 @@ pub(crate) struct ClientArgs {
     pub(crate) process: String,
     #[arg(long)]
     pub(crate) redis: String,
+    #[arg(long, value_enum, default_value = "single")]
+    pub(crate) deployment: Deployment,
+    /// The Sentinels or the cluster's seed nodes, `host:port`,
+    /// comma-separated, for the Java and Python clients.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) nodes: Vec<String>,
+    #[arg(long, default_value = "mymaster")]
+    pub(crate) master_name: String,
     #[arg(long)]
     pub(crate) db: String,
     /// The phase's table.
@@ -118,6 +140,9 @@ pub(crate) struct ClientArgs {
     pub(crate) history: PathBuf,
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
+    /// How fenced writes claim their row.
+    #[arg(long, value_enum, default_value = "holder")]
+    pub(crate) guard: Guard,
     /// The Redisson driver's launcher (`scripts/redisson` builds it), for
     /// the Java kinds.
     #[arg(long)]
@@ -237,22 +262,26 @@ struct JavaGuard(String);
 impl JavaLocks {
     /// Starts the driver on `redis` with Redisson's watchdog at `lease_ms`
     /// and waits for its `ready` line.
-    fn start(
-        java: &std::path::Path,
-        redis: &str,
-        lease_ms: u64,
-        fenced: bool,
-        wait_ms: u64,
-    ) -> std::io::Result<JavaLocks> {
+    fn start(java: &std::path::Path, args: &ClientArgs) -> std::io::Result<JavaLocks> {
         use std::io::BufRead;
+        let nodes = || {
+            let urls: Vec<String> = args.nodes.iter().map(|n| format!("redis://{n}")).collect();
+            urls.join(",")
+        };
+        let place = match args.deployment {
+            Deployment::Single => vec!["--url".to_owned(), args.redis.clone()],
+            Deployment::Sentinel => vec![
+                "--sentinel".to_owned(),
+                args.master_name.clone(),
+                "--url".to_owned(),
+                nodes(),
+            ],
+            Deployment::Cluster => vec!["--cluster".to_owned(), "--url".to_owned(), nodes()],
+        };
         let mut driver = std::process::Command::new(java)
-            .args([
-                "serve",
-                "--url",
-                redis,
-                "--watchdog-ms",
-                &lease_ms.to_string(),
-            ])
+            .arg("serve")
+            .args(place)
+            .args(["--watchdog-ms", &args.lease_ms.to_string()])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()?;
@@ -277,8 +306,8 @@ impl JavaLocks {
             driver,
             input,
             output,
-            fenced,
-            wait_ms,
+            fenced: args.kind == Kind::JavaFenced,
+            wait_ms: args.wait_ms,
             next: 0,
         })
     }
@@ -392,8 +421,16 @@ pub(crate) fn run(args: &ClientArgs) -> Result<(), Box<dyn std::error::Error>> {
     let side = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let table = side.block_on(Table::connect(&args.db, &args.table))?;
-    let raw = redis::Client::open(args.redis.as_str())?;
+    let table = side.block_on(Table::connect(&args.db, &args.table, args.guard))?;
+    // Raw commands (a token for a lock without them, the planted bugs) go
+    // to a single server only.
+    let raw = match args.deployment {
+        Deployment::Single => Some(redis::Client::open(args.redis.as_str())?),
+        _ => None,
+    };
+    if raw.is_none() && (args.plant.is_some() || args.kind == Kind::JavaRlock) {
+        return Err("planted bugs and Java's RLock need a single server".into());
+    }
     let wait = Duration::from_millis(args.wait_ms);
     let lease = Duration::from_millis(args.lease_ms);
     let fencing = args.plant != Some(Plant::TokenBeforeAcquire);
@@ -412,17 +449,15 @@ pub(crate) fn run(args: &ClientArgs) -> Result<(), Box<dyn std::error::Error>> {
                     .build(),
             )?;
             let mut locks = AsyncLocks { rt, client, wait };
-            run_loop(args, &mut log, &mut locks, &side, &table, &raw)
+            run_loop(args, &mut log, &mut locks, &side, &table, raw.as_ref())
         }
         Kind::JavaRlock | Kind::JavaFenced => {
             let java = args
                 .java
                 .as_deref()
                 .ok_or("the Java kinds need --java, the Redisson driver's launcher")?;
-            let fenced = args.kind == Kind::JavaFenced;
-            let mut locks =
-                JavaLocks::start(java, &args.redis, args.lease_ms, fenced, args.wait_ms)?;
-            run_loop(args, &mut log, &mut locks, &side, &table, &raw)
+            let mut locks = JavaLocks::start(java, args)?;
+            run_loop(args, &mut log, &mut locks, &side, &table, raw.as_ref())
         }
         Kind::BlockingRedisson | Kind::BlockingString => {
             let client = redlease::blocking::Client::from_builder(
@@ -432,7 +467,7 @@ pub(crate) fn run(args: &ClientArgs) -> Result<(), Box<dyn std::error::Error>> {
                     .watchdog_timeout(lease),
             )?;
             let mut locks = BlockingLocks { client, wait };
-            run_loop(args, &mut log, &mut locks, &side, &table, &raw)
+            run_loop(args, &mut log, &mut locks, &side, &table, raw.as_ref())
         }
     }
 }
@@ -443,14 +478,17 @@ fn run_loop<L: Locks>(
     locks: &mut L,
     side: &tokio::runtime::Runtime,
     table: &Table,
-    raw: &redis::Client,
+    raw: Option<&redis::Client>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Rng::new(args.seed);
     let hold = Duration::from_millis(args.hold_ms);
+    let mut holds = 0u64;
     while now_us() < args.until_us {
         let name = &args.names[rng.below(args.names.len() as u64) as usize];
         let early = match args.plant {
-            Some(Plant::TokenBeforeAcquire) => side.block_on(take_token(raw, name, true)).ok(),
+            Some(Plant::TokenBeforeAcquire) => {
+                raw.and_then(|raw| side.block_on(take_token(raw, name, true)).ok())
+            }
             _ => None,
         };
         log.write(&log.event(Op::Acquire, Type::Invoke, name))?;
@@ -473,10 +511,14 @@ fn run_loop<L: Locks>(
         // A lock without tokens: one from the shared counter, now that it
         // is held, as its users would have to.
         let late = match (early, held.token) {
-            (None, None) if locks.needs_token() => side.block_on(take_token(raw, name, false)).ok(),
+            (None, None) if locks.needs_token() => {
+                raw.and_then(|raw| side.block_on(take_token(raw, name, false)).ok())
+            }
             _ => None,
         };
         let token = early.or(held.token).or(late);
+        holds += 1;
+        let holder = format!("{}/{holds}", args.process);
         let mut ok = log.event(Op::Acquire, Type::Ok, name);
         ok.token = token;
         log.write(&ok)?;
@@ -485,7 +527,7 @@ fn run_loop<L: Locks>(
             let mut invoke = log.event(Op::Write, Type::Invoke, name);
             invoke.token = Some(token);
             log.write(&invoke)?;
-            let mut done = match side.block_on(table.fenced_increment(name, token, hold)) {
+            let mut done = match side.block_on(table.fenced_increment(name, token, &holder, hold)) {
                 Ok(Fenced::Written { read }) => {
                     let mut e = log.event(Op::Write, Type::Ok, name);
                     (e.read, e.accepted) = (Some(read), Some(true));
@@ -525,9 +567,12 @@ fn run_loop<L: Locks>(
         log.write(&log.event(Op::Release, Type::Invoke, name))?;
         let released = match args.plant {
             Some(Plant::ReleaseWithoutOwnerCheck) => {
-                let bare = side
-                    .block_on(bare_release(raw, name))
-                    .map_err(|e| Failure::Unknown(e.to_string()));
+                let bare = match raw {
+                    Some(raw) => side
+                        .block_on(bare_release(raw, name))
+                        .map_err(|e| Failure::Unknown(e.to_string())),
+                    None => Err(Failure::Unknown("no raw connection".to_owned())),
+                };
                 // The guard's own release then finds the lock gone (or
                 // someone else's) and does nothing.
                 drop(held.guard);

@@ -1,7 +1,16 @@
 //! The database side: one row per lock name in a table of the phase's own,
 //! with a fenced balance (the pattern of redlease's `fenced` example: claim
-//! the row with the token, then write only if no newer token claimed it)
-//! and an unfenced counter beside it, the baseline the docs warn about.
+//! the row with the token and the holder, then write only if nobody has
+//! claimed it since) and an unfenced counter beside it, the baseline the
+//! docs warn about.
+//!
+//! The claim names the holder as well as the token because a token can be
+//! issued twice: a failover loses the counter's last increments, or, for a
+//! few seconds after a Sentinel switch, a client still on the old master
+//! takes tokens there. A claim by token alone (`fence <= token`, the
+//! pattern before #29, kept as [`Guard::Token`] to show it) lets two
+//! holders with the same token both claim and both write: an increment is
+//! lost. With the holder in the claim, the second is refused.
 
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
@@ -11,6 +20,19 @@ use sqlx::postgres::PgPoolOptions;
 pub(crate) struct Table {
     pool: PgPool,
     table: String,
+    guard: Guard,
+}
+
+/// How a fenced write claims its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Guard {
+    /// By token and holder: a token seen before is refused unless it is
+    /// the same holder's.
+    Holder,
+    /// By token alone (`fence <= token`): two holders given the same token
+    /// both get the row.
+    Token,
 }
 
 /// What the fenced read-modify-write did.
@@ -26,11 +48,12 @@ pub(crate) enum Fenced {
 impl Table {
     /// Connects to `url` with one connection (a client does one thing at a
     /// time).
-    pub(crate) async fn connect(url: &str, table: &str) -> sqlx::Result<Table> {
+    pub(crate) async fn connect(url: &str, table: &str, guard: Guard) -> sqlx::Result<Table> {
         let pool = PgPoolOptions::new().max_connections(1).connect(url).await?;
         Ok(Table {
             pool,
             table: table.to_owned(),
+            guard,
         })
     }
 
@@ -43,7 +66,8 @@ impl Table {
             .await?;
         sqlx::query(&format!(
             "CREATE TABLE {t} (id text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0,
-             fence bigint NOT NULL DEFAULT 0, plain bigint NOT NULL DEFAULT 0)"
+             fence bigint NOT NULL DEFAULT 0, holder text NOT NULL DEFAULT '',
+             plain bigint NOT NULL DEFAULT 0)"
         ))
         .execute(&self.pool)
         .await?;
@@ -64,35 +88,51 @@ impl Table {
         Ok(())
     }
 
-    /// The fenced read-modify-write of `name` with `token`, with `pause`
-    /// between the claim and the commit (the work done under the lock).
+    /// The fenced read-modify-write of `name` with `token` by `holder` (a
+    /// name unique to this hold), with `pause` between the claim and the
+    /// commit (the work done under the lock).
     pub(crate) async fn fenced_increment(
         &self,
         name: &str,
         token: u64,
+        holder: &str,
         pause: std::time::Duration,
     ) -> sqlx::Result<Fenced> {
         let t = &self.table;
         let token = i64::try_from(token).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-        let read: Option<i64> = sqlx::query_scalar(&format!(
-            "UPDATE {t} SET fence = $2 WHERE id = $1 AND fence <= $2 RETURNING balance"
-        ))
-        .bind(name)
-        .bind(token)
-        .fetch_optional(&self.pool)
-        .await?;
+        let claim = match self.guard {
+            Guard::Holder => format!(
+                "UPDATE {t} SET fence = $2, holder = $3 WHERE id = $1
+                 AND (fence < $2 OR (fence = $2 AND holder = $3)) RETURNING balance"
+            ),
+            Guard::Token => format!(
+                "UPDATE {t} SET fence = $2, holder = $3 WHERE id = $1 AND fence <= $2
+                 RETURNING balance"
+            ),
+        };
+        let read: Option<i64> = sqlx::query_scalar(&claim)
+            .bind(name)
+            .bind(token)
+            .bind(holder)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(read) = read else {
             return Ok(Fenced::Refused);
         };
         tokio::time::sleep(pause).await;
-        let done = sqlx::query(&format!(
-            "UPDATE {t} SET balance = $3 WHERE id = $1 AND fence = $2"
-        ))
-        .bind(name)
-        .bind(token)
-        .bind(read + 1)
-        .execute(&self.pool)
-        .await?;
+        let commit = match self.guard {
+            Guard::Holder => {
+                format!("UPDATE {t} SET balance = $3 WHERE id = $1 AND fence = $2 AND holder = $4")
+            }
+            Guard::Token => format!("UPDATE {t} SET balance = $3 WHERE id = $1 AND fence = $2"),
+        };
+        let done = sqlx::query(&commit)
+            .bind(name)
+            .bind(token)
+            .bind(read + 1)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
         Ok(match done.rows_affected() {
             1 => Fenced::Written { read },
             _ => Fenced::Refused,

@@ -26,6 +26,14 @@ pub(crate) enum FaultKind {
     /// A client holding a lock cut off from Redis (not from the database)
     /// for longer than its lease: a real partition, see [`crate::netns`].
     Partition,
+    /// A Sentinel failover (`SENTINEL FAILOVER`, the old master then made a
+    /// replica of the new one), in a group of a master, a replica and
+    /// three Sentinels.
+    Sentinel,
+    /// A Cluster shard failover: the master of a shard the names live on
+    /// killed, its replica promoted, the old master back as a replica; in a
+    /// cluster of three masters with a replica each.
+    Cluster,
 }
 
 impl FaultKind {
@@ -36,6 +44,8 @@ impl FaultKind {
             FaultKind::Kill => "kill",
             FaultKind::Restart => "restart",
             FaultKind::Partition => "partition",
+            FaultKind::Sentinel => "sentinel",
+            FaultKind::Cluster => "cluster",
         }
     }
 }

@@ -118,6 +118,7 @@ fn causes(all: impl Iterator<Item = Cause>) -> String {
                 Cause::Pause => "pause",
                 Cause::Partition => "partition",
                 Cause::Restart => "restart",
+                Cause::Failover => "failover",
                 Cause::Unexplained => "unexplained",
             };
             format!("{name} {n}")

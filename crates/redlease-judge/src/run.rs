@@ -11,12 +11,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use redlease_testkit::{RedisServer, ServerOptions};
+use redlease_testkit::{RedisCluster, RedisServer, SentinelGroup, ServerOptions};
 use serde::Serialize;
 
 use crate::check::{self, Check};
-use crate::client::{Kind, Plant};
-use crate::db::Table;
+use crate::client::{Deployment, Kind, Plant};
+use crate::db::{Guard, Table};
 use crate::history::{self, Event, Op, Type, now_us};
 use crate::nemesis::{self, Fault, FaultKind};
 use crate::netns::{Network, Relay};
@@ -79,7 +79,7 @@ pub(crate) struct RunArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "none,pause,kill,restart,partition"
+        default_value = "none,pause,kill,restart,partition,sentinel,cluster"
     )]
     pub(crate) phases: Vec<FaultKind>,
     /// How long the clients run in each phase; the nemesis stops
@@ -120,6 +120,11 @@ pub(crate) struct RunArgs {
     /// 4.7.0 one `scripts/redisson` builds).
     #[arg(long)]
     pub(crate) java: Option<PathBuf>,
+    /// How fenced writes claim their row: by token and holder (the guard
+    /// redlease documents), or by token alone (the guard before #29, which
+    /// a repeated token gets past).
+    #[arg(long, value_enum, default_value = "holder")]
+    pub(crate) guard: Guard,
     /// Plant this bug in every redlease client.
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
@@ -171,6 +176,7 @@ pub(crate) struct RunReport {
     pub(crate) hold_ms: u64,
     pub(crate) names: usize,
     pub(crate) plant: Option<String>,
+    pub(crate) guard: Guard,
     pub(crate) redis_version: String,
     pub(crate) phases: Vec<PhaseReport>,
 }
@@ -195,6 +201,11 @@ struct Phase<'a> {
     db_url: String,
     /// Each client's network namespace, in the partition phase.
     namespaces: Vec<String>,
+    /// How the clients reach Redis, and the Sentinels or seed nodes for
+    /// the Java and Python clients.
+    deployment: Deployment,
+    nodes: Vec<String>,
+    master_name: String,
     table: String,
     names: Vec<String>,
     until_us: u64,
@@ -236,6 +247,10 @@ impl Phase<'_> {
             ("--wait-ms", a.wait_ms.to_string()),
             ("--hold-ms", a.hold_ms.to_string()),
             ("--history", history.display().to_string()),
+            ("--deployment", value_name(self.deployment)),
+            ("--guard", value_name(a.guard)),
+            ("--nodes", self.nodes.join(",")),
+            ("--master-name", self.master_name.clone()),
         ];
         let (program, mut argv): (PathBuf, Vec<String>) = match spec.kind() {
             Some(kind) => {
@@ -372,6 +387,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error
             .and_then(|p| p.to_possible_value())
             .map(|v| v.get_name().to_owned()),
         redis_version,
+        guard: args.guard,
         phases,
     })
 }
@@ -406,7 +422,7 @@ fn run_phase(
         .map(|n| format!("judge:{seed}:{}:{n}", fault.as_str()))
         .collect();
     let table_name = format!("judge_{}_{seed}", fault.as_str());
-    let table = rt.block_on(Table::connect(&args.db, &table_name))?;
+    let table = rt.block_on(Table::connect(&args.db, &table_name, args.guard))?;
     rt.block_on(table.create(&names))?;
     // The partition phase runs each client in a network namespace of its
     // own, Redis listening on the bridge too, the database through a relay.
@@ -430,13 +446,40 @@ fn run_phase(
         }
         _ => (None, None),
     };
+    // A Sentinel group or a cluster for the failover phases, started
+    // afresh; the shared server otherwise.
+    let mut group = match fault {
+        FaultKind::Sentinel => Some(SentinelGroup::try_start(1, 3)?),
+        _ => None,
+    };
+    let mut cluster = match fault {
+        FaultKind::Cluster => Some(RedisCluster::try_start(3, 1)?),
+        _ => None,
+    };
+    let (deployment, nodes, master_name) = match (&group, &cluster) {
+        (Some(g), _) => (
+            Deployment::Sentinel,
+            g.sentinel_addresses(),
+            g.master_name().to_owned(),
+        ),
+        (_, Some(c)) => (
+            Deployment::Cluster,
+            c.masters().map(|n| n.address()).collect(),
+            String::new(),
+        ),
+        _ => (Deployment::Single, Vec::new(), String::new()),
+    };
     let (redis_url, db_url, namespaces) = match (&network, &relay) {
         (Some((network, namespaces)), Some(relay)) => (
             format!("redis://{}:{}", network.address(1), redis.port()),
             db_at(&args.db, relay.address()),
             namespaces.clone(),
         ),
-        _ => (redis.url(), args.db.clone(), Vec::new()),
+        _ => match (&group, &cluster) {
+            (Some(g), _) => (g.url(), args.db.clone(), Vec::new()),
+            (_, Some(c)) => (c.url(), args.db.clone(), Vec::new()),
+            _ => (redis.url(), args.db.clone(), Vec::new()),
+        },
     };
     let start = now_us();
     let phase = Phase {
@@ -445,6 +488,9 @@ fn run_phase(
         redis_url,
         db_url,
         namespaces,
+        deployment,
+        nodes,
+        master_name,
         table: table_name,
         names: names.clone(),
         until_us: start + args.seconds * 1_000_000,
@@ -452,7 +498,15 @@ fn run_phase(
     };
     let mut procs = Vec::new();
     for (index, &spec) in args.clients.iter().enumerate() {
+        // Java's RLock takes its token with a raw command, which this
+        // harness sends to a single server only.
+        if deployment != Deployment::Single && spec == ClientSpec::JavaRlock {
+            continue;
+        }
         procs.push(phase.spawn(spec, index, 1)?);
+    }
+    if deployment != Deployment::Single && args.plant.is_some() {
+        return Err("planted bugs run on a single server only".into());
     }
     let nemesis_log = dir.join("nemesis.jsonl");
     let nemesis_end = phase.until_us.saturating_sub(args.heal_ms * 1000);
@@ -512,6 +566,32 @@ fn run_phase(
                     end: now_us(),
                 })
             }
+            FaultKind::Sentinel => {
+                let group = group.as_mut().ok_or("no Sentinel group")?;
+                let start = now_us();
+                let master = group.failover_and_reconvert();
+                Some(Fault {
+                    kind: fault,
+                    target: format!("master now {master}"),
+                    start,
+                    end: now_us(),
+                })
+            }
+            FaultKind::Cluster => {
+                let cluster = cluster.as_mut().ok_or("no cluster")?;
+                let name = &names[rng.below(names.len() as u64) as usize];
+                let master = cluster.master_for_key(name).clone();
+                let start = now_us();
+                let promoted = cluster.kill_master_and_wait_for_promotion(&master);
+                // Back as a replica of the promoted one, for the next.
+                cluster.restart_node(&master);
+                Some(Fault {
+                    kind: fault,
+                    target: format!("master {} for {}", master.address(), promoted.address()),
+                    start,
+                    end: now_us(),
+                })
+            }
             FaultKind::Restart => {
                 let start = now_us();
                 redis.restart();
@@ -556,7 +636,7 @@ fn run_phase(
             .arg("127.0.0.1")
             .exec(&mut redis.connection())?;
     }
-    let recovery_ms = rt.block_on(recovery(&redis.url(), &names, lease));
+    let recovery_ms = rt.block_on(recovery(&phase.redis_url, &names, lease));
     let rows = rt.block_on(table.rows())?;
     rt.block_on(table.drop_table())?;
     let events = history::read_dir(&dir)?;

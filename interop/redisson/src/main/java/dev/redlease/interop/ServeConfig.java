@@ -12,11 +12,13 @@ import org.redisson.config.ShardedSubscriptionMode;
  * given keeps Redisson's default, as a Java service would have it.
  */
 final class ServeConfig {
-    static final String USAGE = "serve --url URL [--cluster] [--sharded auto|on|off]"
+    static final String USAGE = "serve --url URL [--cluster | --sentinel MASTER] [--sharded auto|on|off]"
             + " [--watchdog-ms N] [--watchdog-batch N]";
 
     private String url;
     private boolean cluster;
+    /** The master's name, for Sentinel: then url lists the Sentinels. */
+    private String sentinel;
     private ShardedSubscriptionMode sharded;
     private Long watchdogMs;
     private Integer watchdogBatch;
@@ -37,6 +39,9 @@ final class ServeConfig {
             switch (flag) {
                 case "--cluster":
                     c.cluster = true;
+                    break;
+                case "--sentinel":
+                    c.sentinel = value(args, ++i, flag);
                     break;
                 case "--url":
                     c.url = value(args, ++i, flag);
@@ -71,8 +76,11 @@ final class ServeConfig {
         if (c.sharded != null && !c.cluster) {
             throw new UsageError("--sharded needs --cluster (Redisson probes sharded pub/sub only in cluster mode)");
         }
-        if (!c.cluster && c.url.contains(",")) {
-            throw new UsageError("several URLs need --cluster: " + c.url);
+        if (c.cluster && c.sentinel != null) {
+            throw new UsageError("--cluster and --sentinel exclude each other");
+        }
+        if (!c.cluster && c.sentinel == null && c.url.contains(",")) {
+            throw new UsageError("several URLs need --cluster or --sentinel: " + c.url);
         }
         return c;
     }
@@ -85,6 +93,8 @@ final class ServeConfig {
             if (sharded != null) {
                 cc.setShardedSubscriptionMode(sharded);
             }
+        } else if (sentinel != null) {
+            cfg.useSentinelServers().setMasterName(sentinel).addSentinelAddress(url.split(","));
         } else {
             cfg.useSingleServer().setAddress(url);
         }
