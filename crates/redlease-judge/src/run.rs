@@ -86,6 +86,10 @@ pub(crate) struct RunArgs {
     /// `--heal-ms` before the end.
     #[arg(long, default_value_t = 10)]
     pub(crate) seconds: u64,
+    /// How long the clients run in the Sentinel and Cluster phases, whose
+    /// failovers take about 12 and 6 s each.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) failover_seconds: u64,
     #[arg(long, default_value_t = 2000)]
     pub(crate) heal_ms: u64,
     /// The clients, each a process of its own.
@@ -411,6 +415,10 @@ fn run_phase(
     fault: FaultKind,
     seed: u64,
 ) -> Result<PhaseReport, Box<dyn std::error::Error>> {
+    let seconds = match fault {
+        FaultKind::Sentinel | FaultKind::Cluster => args.failover_seconds,
+        _ => args.seconds,
+    };
     let dir = args.out.join(fault.as_str());
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
@@ -493,7 +501,7 @@ fn run_phase(
         master_name,
         table: table_name,
         names: names.clone(),
-        until_us: start + args.seconds * 1_000_000,
+        until_us: start + seconds * 1_000_000,
         seed,
     };
     let mut procs = Vec::new();
@@ -636,7 +644,13 @@ fn run_phase(
             .arg("127.0.0.1")
             .exec(&mut redis.connection())?;
     }
-    let recovery_ms = rt.block_on(recovery(&phase.redis_url, &names, lease));
+    // From the run's own namespace: the partition phase's bridge is gone.
+    let probe_url = match (&group, &cluster) {
+        (Some(g), _) => g.url(),
+        (_, Some(c)) => c.url(),
+        _ => redis.url(),
+    };
+    let recovery_ms = rt.block_on(recovery(&probe_url, &names, lease));
     let rows = rt.block_on(table.rows())?;
     rt.block_on(table.drop_table())?;
     let events = history::read_dir(&dir)?;
@@ -644,7 +658,7 @@ fn run_phase(
     let check = check::check(&events, &faults, &rows);
     Ok(PhaseReport {
         fault,
-        seconds: args.seconds,
+        seconds,
         faults,
         recovery_ms,
         check,
