@@ -16,13 +16,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::history::{Event, Op, Type};
 use crate::nemesis::{Fault, FaultKind};
 
 /// A hold of a lock as its client believed it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Hold {
     pub(crate) process: String,
     pub(crate) client: String,
@@ -33,7 +33,7 @@ pub(crate) struct Hold {
 }
 
 /// Why two holds overlapped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Cause {
     /// A holder was stopped during its hold, past its lease.
@@ -50,7 +50,7 @@ pub(crate) enum Cause {
 }
 
 /// Two holds of one name at once.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Overlap {
     pub(crate) name: String,
     pub(crate) first: String,
@@ -62,7 +62,7 @@ pub(crate) struct Overlap {
 
 /// A fenced write accepted after a write with a larger token had been
 /// accepted.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StaleWrite {
     pub(crate) name: String,
     pub(crate) process: String,
@@ -71,7 +71,7 @@ pub(crate) struct StaleWrite {
 }
 
 /// Two holds in turn whose tokens go the other way.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TokenOrder {
     pub(crate) name: String,
     pub(crate) first: String,
@@ -85,7 +85,7 @@ pub(crate) struct TokenOrder {
 }
 
 /// Counts of one kind of write.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Writes {
     /// Completed and applied (accepted, for fenced writes).
     pub(crate) done: u64,
@@ -102,7 +102,7 @@ pub(crate) struct Writes {
 }
 
 /// The verdict on one phase.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Check {
     /// Operations invoked.
     pub(crate) ops: u64,

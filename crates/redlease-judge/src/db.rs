@@ -24,7 +24,9 @@ pub(crate) struct Table {
 }
 
 /// How a fenced write claims its row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Guard {
     /// By token and holder: a token seen before is refused unless it is

@@ -51,6 +51,9 @@ enum Command {
     Run(run::RunArgs),
     /// One client process (started by `run`).
     Client(client::ClientArgs),
+    /// Writes report.md and chart.svg again from a run's report.json (in
+    /// `dir`, a run's `--out`).
+    Report { dir: PathBuf },
     /// Judges a phase's history directory again (histories and
     /// `nemesis.jsonl`); the final rows are not re-read, so only the checks
     /// of the history are made.
@@ -96,6 +99,24 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Report { dir } => {
+            let read = std::fs::read_to_string(dir.join("report.json")).map_err(|e| e.to_string());
+            let report = read.and_then(|json| {
+                serde_json::from_str::<run::RunReport>(&json).map_err(|e| e.to_string())
+            });
+            let written = report.and_then(|report| {
+                std::fs::write(dir.join("report.md"), report::markdown(&report))
+                    .and_then(|()| std::fs::write(dir.join("chart.svg"), report::svg(&report)))
+                    .map_err(|e| e.to_string())
+            });
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("redlease-judge: {}: {e}", dir.display());
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Check { dir } => {
             let events = match history::read_dir(&dir) {
                 Ok(events) => events,

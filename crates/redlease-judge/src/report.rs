@@ -149,8 +149,10 @@ pub(crate) fn svg(run: &RunReport) -> String {
         let i = clients.iter().position(|c| c == client).unwrap_or(0);
         palette[i % palette.len()]
     };
-    let band = run.names as f64 * ROW + GAP;
-    let height = run.phases.len() as f64 * band + 30.0 + ROW * 1.5;
+    // Each layout has its own names.
+    let rows = (2 * run.names) as f64;
+    let band = rows * ROW + GAP;
+    let height = run.phases.len() as f64 * band + 30.0 + ROW * 3.0;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -174,7 +176,7 @@ pub(crate) fn svg(run: &RunReport) -> String {
                 s,
                 r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{}" fill="#bbbbbb" opacity="0.5"><title>{} {}</title></rect>"##,
                 x1 - x0,
-                run.names as f64 * ROW,
+                rows * ROW,
                 f.kind.as_str(),
                 f.target
             );
@@ -183,8 +185,25 @@ pub(crate) fn svg(run: &RunReport) -> String {
         let _ = writeln!(
             s,
             r##"<line x1="{nemesis_x:.1}" x2="{nemesis_x:.1}" y1="{top}" y2="{}" stroke="#333" stroke-dasharray="3,3"/>"##,
-            top + run.names as f64 * ROW
+            top + rows * ROW
         );
+        // A tick every 5 s under the band.
+        let axis = top + rows * ROW;
+        let mut second = 0;
+        while second <= p.seconds + 5 {
+            let tx = x(p.start + second * 1_000_000);
+            if tx > WIDTH - 10.0 {
+                break;
+            }
+            let _ = writeln!(
+                s,
+                r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="{axis}" y2="{:.1}" stroke="#999"/><text x="{:.1}" y="{:.1}" font-size="9" fill="#666">{second} s</text>"##,
+                axis + 3.0,
+                tx + 1.5,
+                axis + 11.0
+            );
+            second += 5;
+        }
         let mut names: Vec<&str> = p.check.holds.iter().map(|h| h.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
@@ -200,13 +219,13 @@ pub(crate) fn svg(run: &RunReport) -> String {
                 let (x0, x1) = (x(h.start), x(h.end).max(x(h.start) + 0.8));
                 let _ = writeln!(
                     s,
-                    r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} token {:?}</title></rect>"#,
+                    r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} token {}</title></rect>"#,
                     y + 1.0,
                     x1 - x0,
                     ROW - 2.0,
                     colour(&h.client),
                     h.process,
-                    h.token
+                    h.token.map_or_else(|| "none".to_owned(), |t| t.to_string())
                 );
             }
         }
@@ -227,9 +246,14 @@ pub(crate) fn svg(run: &RunReport) -> String {
             );
         }
     }
-    let legend_y = height - ROW;
+    let mut legend_y = height - ROW;
     let mut lx = 4.0;
     for c in &clients {
+        if lx + 13.0 + 6.5 * c.len() as f64 > WIDTH - 60.0 {
+            // Wrap to a second line; `height` keeps room for it.
+            lx = 4.0;
+            legend_y += ROW + 2.0;
+        }
         let _ = writeln!(
             s,
             r#"<rect x="{lx}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{}" y="{legend_y:.1}">{c}</text>"#,
@@ -237,7 +261,7 @@ pub(crate) fn svg(run: &RunReport) -> String {
             colour(c),
             lx + 13.0
         );
-        lx += 13.0 + 7.0 * c.len() as f64 + 12.0;
+        lx += 13.0 + 6.5 * c.len() as f64 + 14.0;
     }
     let _ = writeln!(
         s,

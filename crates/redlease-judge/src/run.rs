@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use redlease_testkit::{RedisCluster, RedisServer, SentinelGroup, ServerOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::check::{self, Check};
 use crate::client::{Deployment, Kind, Plant};
@@ -23,7 +23,7 @@ use crate::netns::{Network, Relay};
 use crate::rng::Rng;
 
 /// A client process of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ClientSpec {
     AsyncRedisson,
@@ -135,7 +135,7 @@ pub(crate) struct RunArgs {
 }
 
 /// One phase's outcome.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct PhaseReport {
     pub(crate) fault: FaultKind,
     pub(crate) seconds: u64,
@@ -171,7 +171,7 @@ impl PhaseReport {
 }
 
 /// The whole run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunReport {
     pub(crate) seed: u64,
     pub(crate) clients: Vec<ClientSpec>,
