@@ -428,7 +428,10 @@ fn token_order(holds: &[Hold], faults: &[Fault]) -> Vec<TokenOrder> {
         let mut j = 0;
         let mut max: Option<&Hold> = None;
         for h in holds.iter() {
-            while j < ended.len() && ended[j].end <= h.start {
+            // Strictly before: a hold cut short right at its acquire (its
+            // process killed) ends where it begins, and is not its own
+            // predecessor.
+            while j < ended.len() && ended[j].end < h.start {
                 if max.is_none_or(|m| ended[j].token > m.token) {
                     max = Some(ended[j]);
                 }
@@ -602,6 +605,17 @@ mod tests {
         assert_eq!(c.stale_writes.len(), 1);
         assert_eq!(c.fenced.lost, 1);
         assert!(c.violations().iter().any(|v| v.contains("lost")));
+    }
+
+    #[test]
+    fn a_hold_killed_at_its_acquire_does_not_precede_itself() {
+        let events = history(&[
+            ("a", Acquire, Invoke, "n", 0, None, None),
+            ("a", Acquire, Done, "n", 10, Some(1), None),
+        ]);
+        let c = check(&events, &[], &[]);
+        assert_eq!((c.holds[0].start, c.holds[0].end), (10, 10));
+        assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
 
     #[test]

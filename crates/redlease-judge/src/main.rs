@@ -51,8 +51,10 @@ enum Command {
     Run(run::RunArgs),
     /// One client process (started by `run`).
     Client(client::ClientArgs),
-    /// Writes report.md and chart.svg again from a run's report.json (in
-    /// `dir`, a run's `--out`).
+    /// Judges a run again from its histories (in `dir`, a run's `--out`)
+    /// and the final rows and recovery times in its report.json, and
+    /// writes report.json, report.md and chart.svg again; exits 1 on a
+    /// violation.
     Report { dir: PathBuf },
     /// Judges a phase's history directory again (histories and
     /// `nemesis.jsonl`); the final rows are not re-read, so only the checks
@@ -104,13 +106,27 @@ fn main() -> ExitCode {
             let report = read.and_then(|json| {
                 serde_json::from_str::<run::RunReport>(&json).map_err(|e| e.to_string())
             });
-            let written = report.and_then(|report| {
-                std::fs::write(dir.join("report.md"), report::markdown(&report))
+            let written = report.and_then(|mut report| {
+                for phase in &mut report.phases {
+                    let phase_dir = dir.join(phase.fault.as_str());
+                    let events = history::read_dir(&phase_dir).map_err(|e| e.to_string())?;
+                    let faults = nemesis::read(&phase_dir.join("nemesis.jsonl"))
+                        .map_err(|e| e.to_string())?;
+                    phase.check = check::check(&events, &faults, &phase.rows);
+                }
+                let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+                std::fs::write(dir.join("report.json"), json)
+                    .and_then(|()| std::fs::write(dir.join("report.md"), report::markdown(&report)))
                     .and_then(|()| std::fs::write(dir.join("chart.svg"), report::svg(&report)))
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                Ok(report
+                    .phases
+                    .iter()
+                    .any(|p| !p.violations(report.lease_ms).is_empty()))
             });
             match written {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::SUCCESS,
+                Ok(true) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("redlease-judge: {}: {e}", dir.display());
                     ExitCode::from(2)

@@ -143,6 +143,8 @@ pub(crate) struct PhaseReport {
     /// How long each name took to acquire once the clients had stopped,
     /// after the last fault, in ms; `None`: not within three leases.
     pub(crate) recovery_ms: Vec<(String, Option<u64>)>,
+    /// The final rows: name, fenced balance, unfenced counter.
+    pub(crate) rows: Vec<(String, i64, i64)>,
     pub(crate) check: Check,
     /// Unix µs: the phase's start and end, and when the nemesis stopped.
     pub(crate) start: u64,
@@ -661,6 +663,7 @@ fn run_phase(
         seconds,
         faults,
         recovery_ms,
+        rows,
         check,
         start,
         end,
