@@ -248,3 +248,6 @@ fn command() -> clap::Command {
 fn url_or_default(url: Option<String>) -> String {
     url.unwrap_or_else(|| DEFAULT_URL.to_owned())
 }
+
+#[cfg(test)]
+mod tests;
