@@ -215,18 +215,45 @@ pub(crate) fn svg(run: &RunReport) -> String {
                 r#"<text x="80" y="{}">name {short}</text>"#,
                 y + ROW - 3.0
             );
-            for h in p.check.holds.iter().filter(|h| h.name == *name) {
-                let (x0, x1) = (x(h.start), x(h.end).max(x(h.start) + 0.8));
-                let _ = writeln!(
-                    s,
-                    r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} token {}</title></rect>"#,
+            // One path per client and row, bars that touch at this scale
+            // merged, no title per hold: a long run has tens of thousands
+            // of holds, and one element each would weigh megabytes.
+            let mut paths: Vec<(&str, String)> = Vec::new();
+            let mut bar: Option<(f64, f64, &str)> = None;
+            let mut draw = |(x0, x1, fill): (f64, f64, &'static str)| {
+                let i = match paths.iter().position(|(f, _)| *f == fill) {
+                    Some(i) => i,
+                    None => {
+                        paths.push((fill, String::new()));
+                        paths.len() - 1
+                    }
+                };
+                let _ = write!(
+                    paths[i].1,
+                    "M{x0:.1} {:.1}h{:.1}v{}h-{:.1}z",
                     y + 1.0,
                     x1 - x0,
                     ROW - 2.0,
-                    colour(&h.client),
-                    h.process,
-                    h.token.map_or_else(|| "none".to_owned(), |t| t.to_string())
+                    x1 - x0
                 );
+            };
+            for h in p.check.holds.iter().filter(|h| h.name == *name) {
+                let (x0, x1) = (x(h.start), x(h.end).max(x(h.start) + 0.8));
+                let fill = colour(&h.client);
+                bar = match bar {
+                    Some((b0, b1, f)) if f == fill && x0 <= b1 + 0.3 => Some((b0, b1.max(x1), f)),
+                    Some(done) => {
+                        draw(done);
+                        Some((x0, x1, fill))
+                    }
+                    None => Some((x0, x1, fill)),
+                };
+            }
+            if let Some(done) = bar {
+                draw(done);
+            }
+            for (fill, d) in paths {
+                let _ = writeln!(s, r#"<path fill="{fill}" d="{d}"/>"#);
             }
         }
         for o in p
