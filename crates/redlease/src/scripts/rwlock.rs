@@ -251,6 +251,10 @@ else
     redis.call('hset', KEYS[1], 'mode', 'read')
 end
 redis.call(ARGV[4], KEYS[2], ARGV[1])
+-- Redisson's waiters take `1` for the waiters already asleep only (a
+-- semaphore released by its queue's length): one between its retry and
+-- its sleep would sleep on to its timeout. `0` leaves it a permit.
+redis.call(ARGV[4], KEYS[2], '0')
 return 1
 ";
 
@@ -264,7 +268,11 @@ return 1
 /// * Returns nil when the writer is absent or the key is no write-locked
 ///   hash (not ours), `0` when holds of the writer remain, `1` when the
 ///   write hold is gone: the hash deleted, or, if the same owner still holds
-///   reads (a downgrade), `mode` set to `read`; `1` is published either way.
+///   reads (a downgrade), `mode` set to `read`; `1` is published either
+///   way, then `0`: Redisson's waiters release on `1` only those already
+///   asleep (`release(getQueueLength())`), while `0` leaves a permit for
+///   one about to sleep (#29: a Java reader slept through a downgrade to its
+///   15 s timeout).
 pub(crate) fn write_release(
     name: &str,
     lease_ms: u64,
