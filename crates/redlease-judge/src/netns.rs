@@ -98,21 +98,16 @@ impl Network {
 
     /// Cuts namespace `ns` off from Redis (the bridge's address).
     pub(crate) fn partition(&self, ns: &str) -> std::io::Result<()> {
-        let redis = format!("{}/32", self.address(1));
-        ip(&[
-            "netns",
-            "exec",
-            ns,
-            "ip",
-            "route",
-            "add",
-            "blackhole",
-            &redis,
-        ])
+        self.blackhole(ns, "add")
     }
 
     /// Ends [`partition`](Network::partition).
     pub(crate) fn heal(&self, ns: &str) -> std::io::Result<()> {
+        self.blackhole(ns, "del")
+    }
+
+    /// Adds or deletes (`action`) the blackhole route to Redis in `ns`.
+    fn blackhole(&self, ns: &str, action: &str) -> std::io::Result<()> {
         let redis = format!("{}/32", self.address(1));
         ip(&[
             "netns",
@@ -120,7 +115,7 @@ impl Network {
             ns,
             "ip",
             "route",
-            "del",
+            action,
             "blackhole",
             &redis,
         ])

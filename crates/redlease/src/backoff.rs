@@ -8,8 +8,13 @@
 //! wait (so a busy error is never late).
 
 use std::collections::hash_map::RandomState;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::Error;
 
 /// First backoff step; doubled per failed attempt up to [`MAX_STEP`].
 const FIRST_STEP: Duration = Duration::from_millis(2);
@@ -31,6 +36,30 @@ pub(crate) async fn pause(attempt: u32, holder_ttl: Option<Duration>, remaining:
 pub(crate) async fn pause_after_error(attempt: u32, remaining: Option<Duration>) {
     let step = step(attempt, MAX_ERROR_STEP);
     tokio::time::sleep(jittered(step, None, remaining, random_unit())).await;
+}
+
+/// Runs `call` again after a time-out or a lost connection, with the steps
+/// of [`pause_after_error`], until it answers otherwise or `retry_for` has
+/// passed (zero: one call); returns its last answer. For calls that are
+/// safe to repeat: the background withdrawals of fresh acquisitions.
+pub(crate) async fn retry_transient<T, F, Fut>(retry_for: Duration, mut call: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let deadline = Instant::now() + retry_for;
+    let mut failures = 0;
+    loop {
+        match call().await {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
+                tracing::debug!(error = %e, "not answered; retrying");
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                pause_after_error(failures, Some(remaining)).await;
+                failures = failures.saturating_add(1);
+            }
+            answered => return answered,
+        }
+    }
 }
 
 /// Largest step between retries after errors.

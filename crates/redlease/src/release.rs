@@ -5,8 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::backoff;
 use crate::metrics::Label;
 
@@ -67,19 +65,7 @@ pub(crate) async fn withdraw_until_answered(
     lease_ms: u64,
     retry_for: Duration,
 ) -> Result<(), Error> {
-    let deadline = Instant::now() + retry_for;
-    let mut failures = 0;
-    loop {
-        match withdraw(conn, kind, name, field, lease_ms).await {
-            Err(e) if e.is_transient() && Instant::now() < deadline => {
-                tracing::debug!(key = name, error = %e, "withdrawal not answered; retrying");
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                backoff::pause_after_error(failures, Some(remaining)).await;
-                failures = failures.saturating_add(1);
-            }
-            answered => return answered,
-        }
-    }
+    backoff::retry_transient(retry_for, || withdraw(conn, kind, name, field, lease_ms)).await
 }
 
 /// How a release sent in the background treats a failure.

@@ -507,19 +507,11 @@ fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16], retr
     // A runtime that is shutting down drops the task unpolled; the lease
     // then brings the permit back.
     drop(handle.spawn(async move {
-        let deadline = Instant::now() + retry_for;
-        let mut failures = 0u32;
-        let reply = loop {
+        let reply = backoff::retry_transient(retry_for, || async {
             let call = scripts::release(&name, &raw, conn.publish());
-            match call.run::<Release>(&conn).await.map_err(Error::from) {
-                Err(e) if e.is_transient() && Instant::now() < deadline => {
-                    let remaining = deadline.saturating_duration_since(Instant::now());
-                    backoff::pause_after_error(failures, Some(remaining)).await;
-                    failures = failures.saturating_add(1);
-                }
-                reply => break reply,
-            }
-        };
+            call.run::<Release>(&conn).await.map_err(Error::from)
+        })
+        .await;
         match reply {
             Ok(reply) => tracing::debug!(key = %name, ?reply, "permit released in the background"),
             Err(e) => tracing::warn!(key = %name, error = %e, "background permit release failed; it returns when its lease ends"),
