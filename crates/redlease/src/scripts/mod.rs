@@ -336,6 +336,8 @@ impl Lua {
     /// Joins `parts` into one script.
     fn new(name: &'static str, parts: &[&str]) -> Lua {
         let source = parts.concat();
+        #[cfg(redlease_plant)]
+        let source = crate::plant::rewrite(name, source);
         let script = Script::new(&source);
         Lua {
             name,
