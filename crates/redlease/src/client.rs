@@ -185,7 +185,10 @@ impl Client {
     }
 
     /// This client's random id, the first part of every owner field it
-    /// writes into lock hashes (`<id>:<n>`).
+    /// writes into lock hashes (`<id>:<n>`): a UUID of version 8 (RFC
+    /// 9562's vendor-specific version, with 122 random bits), where
+    /// Redisson's ids are of version 4, so that the fair lock's scripts can
+    /// tell redlease's waiters from Redisson's (DESIGN.md).
     ///
     /// # Examples
     ///
@@ -197,6 +200,7 @@ impl Client {
     /// let guard = client.lock("doc:client:id").try_lock().await?;
     /// // The guard's owner field is `<client id>:<n>`.
     /// assert!(guard.owner().starts_with(&format!("{}:", client.id())));
+    /// assert_eq!(&client.id()[14..15], "8", "a UUID of version 8");
     /// guard.unlock().await?;
     /// # Ok(())
     /// # }
@@ -777,15 +781,18 @@ impl ClientBuilder {
     /// locks with this one (default 5 minutes, Redisson's default). At least
     /// 1 ms.
     ///
-    /// Redisson's fair acquire takes this wait off every waiter's deadline
-    /// in `redisson_lock_timeout:{name}` when a waiter leaves the queue with
-    /// the lock, so redlease counts it in, once per waiter ahead, in the
-    /// deadlines of its own fair waiters: a Java neighbour then never drops
-    /// a live redlease waiter from the queue. The price: a waiter that dies
-    /// in the queue blocks the ones behind it for up to this wait per dead
-    /// waiter ahead of them, as in Redisson. Set it to what the Java
-    /// services use (`Config.setFairLockWaitTimeout`); with no Java
-    /// services on fair locks, a few seconds lets a dead waiter go sooner.
+    /// Redisson's fair acquire takes the acquirer's wait (this, for Java's
+    /// `lock()`; the wait given to `tryLock`) off every waiter's deadline in
+    /// `redisson_lock_timeout:{name}` when it leaves the queue with the
+    /// lock, so a redlease fair waiter counts this wait in its own deadline
+    /// once per Redisson waiter ahead of it: a Java neighbour then never
+    /// drops a live redlease waiter from the queue. redlease waiters ahead
+    /// count for nothing (they take nothing off). The price: a redlease
+    /// waiter that dies behind Java waiters that took less off (a `tryLock`
+    /// with a shorter wait) counts as alive for up to that much longer,
+    /// blocking the queue meanwhile. Set it to what the Java services use
+    /// (`Config.setFairLockWaitTimeout`); where no Java service uses fair
+    /// locks, it changes nothing.
     ///
     /// # Examples
     ///
@@ -795,7 +802,7 @@ impl ClientBuilder {
     /// # let url = redlease_testkit::RedisServer::shared().url();
     /// use std::time::Duration;
     ///
-    /// // No Java services on fair locks: a dead waiter blocks for 5 s at most.
+    /// // The Java services on these fair locks set `setFairLockWaitTimeout(5000)`.
     /// let client = redlease::Client::builder(&url)
     ///     .redisson_fair_wait(Duration::from_secs(5))
     ///     .build()
@@ -1162,7 +1169,12 @@ impl ClientBuilder {
         let subscriptions = Subscriptions::start(conn.clone(), pushes);
         let (stop_tx, stop_rx) = oneshot::channel();
         let watchdog = Watchdog::start(conn.clone(), self.watchdog_timeout, stop_rx);
-        let id = uuid::Uuid::new_v4().to_string();
+        // Version 8 (RFC 9562's vendor-specific version) with 122 random
+        // bits: as unique as Redisson's version 4 ids, and told apart from
+        // them by the fair lock's scripts (scripts/fair.rs).
+        let id = uuid::Builder::from_custom_bytes(uuid::Uuid::new_v4().into_bytes())
+            .into_uuid()
+            .to_string();
         tracing::debug!(client_id = %id, "redlease client connected");
         crate::metrics::describe();
         Ok(Client {

@@ -19,7 +19,8 @@ pub(crate) enum Kind {
     /// ([`Layout::String`](crate::layout::Layout::String)): a string key
     /// holding the owner, as other libraries' locks keep it.
     Str,
-    /// With Redisson's wait per place in the queue, in milliseconds
+    /// With the wait each Redisson waiter ahead in the queue takes off a
+    /// waiter's deadline when it takes the lock, in milliseconds
     /// ([`ClientBuilder::redisson_fair_wait`](crate::ClientBuilder::redisson_fair_wait)).
     Fair {
         redisson_wait_ms: u64,
@@ -158,9 +159,7 @@ impl Kind {
         publish: Publish,
     ) -> Call<'a> {
         match self {
-            Kind::Fair { redisson_wait_ms } => {
-                scripts::fair::abandon(name, field, publish, redisson_wait_ms).into()
-            }
+            Kind::Fair { .. } => scripts::fair::abandon(name, field, publish).into(),
             Kind::Plain | Kind::Str | Kind::Read | Kind::Write => {
                 self.release(name, lease_ms, field, publish)
             }

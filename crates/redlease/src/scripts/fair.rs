@@ -3,10 +3,22 @@
 //! ([`layout::timeout_key`], a zset), on the same lock hash as the plain
 //! lock.
 //!
-//! The zset scores here are liveness deadlines refreshed by live waiters,
-//! plus Redisson's wait for each waiter ahead, because Redisson's acquire
-//! subtracts that wait from every deadline when a waiter leaves the queue
-//! with the lock (see DESIGN.md).
+//! A zset score is the time after which its waiter counts as dead. The two
+//! sides keep it by different rules, which must cancel whatever mix of
+//! waiters is queued (#36; DESIGN.md has the whole account):
+//!
+//! * Redisson scores a waiter at the previous waiter's score plus its own
+//!   wait, and subtracts its own wait from every score when it takes the
+//!   lock (from those behind it when it gives up): what it added, it takes
+//!   back.
+//! * redlease scores a waiter at a liveness lease from now, which it
+//!   refreshes while it waits, plus Redisson's wait for each Redisson
+//!   waiter ahead of it (each of those subtracts its wait when it leaves).
+//!   Its own score holds no wait of its own, so it subtracts nothing when
+//!   it leaves: a Java waiter behind it keeps its whole wait.
+//!
+//! A script tells the two apart by the owner field: redlease's client ids
+//! are UUIDs of version 8, Redisson's of version 4 ([`REDLEASE_OWNER`]).
 
 use std::sync::LazyLock;
 
@@ -15,17 +27,18 @@ use super::{Fencing, Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout::{self, Prefixed};
 
-/// The wait Redisson's `RFairLock` adds to a waiter's deadline per place in
-/// the queue, and subtracts from every deadline when the head takes the
-/// lock: its `fairLockWaitTimeout`, 5 minutes by default (what Java's
-/// `lock()` uses), and the default of
+/// The wait Redisson's `RFairLock` adds to a waiter's deadline and
+/// subtracts from every deadline when that waiter takes the lock: its
+/// `fairLockWaitTimeout`, 5 minutes by default (what Java's `lock()`
+/// uses), and the default of
 /// [`ClientBuilder::redisson_fair_wait`](crate::ClientBuilder::redisson_fair_wait).
 pub(crate) const REDISSON_FAIR_WAIT_MS: u64 = 300_000;
 
-/// Shared by the fair-lock scripts (after [`NOW_MS`]): the removal of dead
-/// waiters from the head of the queue (KEYS\[2\] the queue list, KEYS\[3\]
-/// the deadline zset). A waiter whose deadline has passed stopped
-/// refreshing it: it died or lost its connection.
+/// Shared by the fair-lock scripts: the removal of dead waiters from the
+/// head of the queue (KEYS\[2\] the queue list, KEYS\[3\] the deadline
+/// zset), after [`NOW_MS`]. A waiter whose deadline has passed stopped
+/// refreshing it (it died or lost its connection), or, for Redisson's,
+/// waited longer than its wait.
 const PRUNE: &str = r"
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
@@ -37,19 +50,33 @@ while true do
 end
 ";
 
-pub(super) static ACQUIRE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("fair_acquire", &[NOW_MS, PRUNE, FENCE, ACQUIRE_SRC]));
+/// Shared by the fair-lock scripts: whether an owner field is redlease's.
+/// Fields are `<client-id>:<n>`, and a redlease client's id is a UUID of
+/// version 8 (RFC 9562's vendor-specific version; the 15th character),
+/// where Redisson's `UUID.randomUUID()` is of version 4. A field of any
+/// other shape counts as Redisson's, whose accounting is the cautious one
+/// here: a redlease waiter behind it counts Redisson's wait for it.
+const REDLEASE_OWNER: &str = r"
+local function redlease_owner(field)
+    return string.byte(field, 37) == 58 and string.sub(field, 15, 15) == '8'
+end
+";
+
+pub(super) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
+        "fair_acquire",
+        &[NOW_MS, PRUNE, REDLEASE_OWNER, FENCE, ACQUIRE_SRC],
+    )
+});
 const ACQUIRE_SRC: &str = r"
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
     local token = fence(KEYS[4], ARGV[7])
     if head ~= false then
+        -- Our deadline held no wait of ours, so no deadline behind us holds
+        -- one to take back (Redisson's acquire takes back its own here).
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
-        -- Everyone moved up a place, as Redisson's acquire counts it.
-        for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
-            redis.call('zincrby', KEYS[3], -tonumber(ARGV[9]), waiter)
-        end
     end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -62,11 +89,17 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return {1, token}
 end
 if ARGV[5] == '1' then
-    -- Alive for a queue lease, plus Redisson's wait for each waiter ahead:
-    -- each of them that takes the lock with Redisson's script subtracts it.
-    local ahead = redis.call('lpos', KEYS[2], ARGV[2])
-    if ahead == false then ahead = redis.call('llen', KEYS[2]) end
-    local deadline = now + tonumber(ARGV[3]) + ahead * tonumber(ARGV[9])
+    -- Alive for a queue lease, plus Redisson's wait for each Redisson
+    -- waiter ahead: each of them subtracts its wait from our deadline when
+    -- it takes the lock. redlease waiters ahead subtract nothing.
+    local redisson_ahead = 0
+    for _, waiter in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
+        if waiter == ARGV[2] then break end
+        if not redlease_owner(waiter) then
+            redisson_ahead = redisson_ahead + 1
+        end
+    end
+    local deadline = now + tonumber(ARGV[3]) + redisson_ahead * tonumber(ARGV[9])
     if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
@@ -111,10 +144,10 @@ fn call(script: &'static LazyLock<Lua>, name: &str) -> ScriptCall {
 ///   (which then leaves the queue), or re-entered when this owner holds it:
 ///   returns `{1, token}` as the plain acquire. Otherwise, with ARGV\[5\] =
 ///   `1`, the owner is appended to the queue (or, if queued, its deadline
-///   refreshed) with deadline now + ARGV\[3\] + ARGV\[9\] per waiter
-///   ahead in the zset (a lock taken from the head subtracts ARGV\[9\] from
-///   every deadline, as Redisson's acquire does), and, if the lock
-///   is free, the head waiter is woken on its own channel. Returns
+///   refreshed) with deadline now + ARGV\[3\] + ARGV\[9\] per Redisson
+///   waiter ahead of it, and, if the lock is free, the head waiter is woken
+///   on its own channel. Taking the lock from the head changes no other
+///   waiter's deadline (see the module's documentation). Returns
 ///   `{0, pttl}` with the lock's `PTTL` (`-2` when free but it is someone
 ///   else's turn). Read by [`Acquired`](super::lock::Acquired).
 // One parameter per ARGV the caller chooses, in the contract's order: a
@@ -173,15 +206,6 @@ pub(crate) fn release(name: &str, lease_ms: u64, field: &str, publish: Publish) 
 pub(super) static ABANDON: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("fair_abandon", &[NOW_MS, PRUNE, ABANDON_SRC]));
 const ABANDON_SRC: &str = r"
-local place = redis.call('lpos', KEYS[2], ARGV[1])
-if place ~= false then
-    -- Those behind move up a place, as Redisson's acquireFailed counts it.
-    for _, waiter in ipairs(redis.call('lrange', KEYS[2], place + 1, -1)) do
-        if redis.call('zscore', KEYS[3], waiter) ~= false then
-            redis.call('zincrby', KEYS[3], -tonumber(ARGV[5]), waiter)
-        end
-    end
-end
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then
@@ -203,24 +227,18 @@ return 1
 ///
 /// * KEYS as [`acquire`]; ARGV\[1\]: the owner field; ARGV\[2\]: the
 ///   release channel prefix; ARGV\[3\]: the unlock message; ARGV\[4\]: the
-///   publish command; ARGV\[5\]: Redisson's wait per place (as
-///   [`acquire`]'s ARGV\[9\]), taken off the deadlines of the waiters
-///   behind.
+///   publish command.
 /// * Removes the owner from the queue and the zset, releases one hold of the
 ///   lock if the owner has it (a key of another type is left alone), and if
-///   the lock is then free wakes the head waiter. Returns `1`.
-pub(crate) fn abandon(
-    name: &str,
-    field: &str,
-    publish: Publish,
-    redisson_wait_ms: u64,
-) -> ScriptCall {
+///   the lock is then free wakes the head waiter. Returns `1`. No other
+///   deadline changes: ours held no wait to take back from those behind
+///   (Redisson's `acquireFailed` takes back its own).
+pub(crate) fn abandon(name: &str, field: &str, publish: Publish) -> ScriptCall {
     call(&ABANDON, name)
         .arg(field)
         .arg(Prefixed::channel(name))
         .arg(UNLOCK_MESSAGE)
         .arg(publish.command())
-        .arg(redisson_wait_ms)
 }
 
 #[cfg(test)]
@@ -288,23 +306,9 @@ mod tests {
     }
 
     #[test]
-    fn abandon_packs_owner_channel_message_wait() {
-        let (keys, args) = packed(&abandon(
-            "a",
-            "u:1",
-            Publish::Sharded,
-            REDISSON_FAIR_WAIT_MS,
-        ));
+    fn abandon_packs_owner_channel_message() {
+        let (keys, args) = packed(&abandon("a", "u:1", Publish::Sharded));
         assert_eq!(keys, KEYS);
-        assert_eq!(
-            args,
-            [
-                "u:1",
-                "redisson_lock__channel:{a}",
-                "0",
-                "spublish",
-                "300000"
-            ]
-        );
+        assert_eq!(args, ["u:1", "redisson_lock__channel:{a}", "0", "spublish"]);
     }
 }

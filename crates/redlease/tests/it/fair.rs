@@ -250,20 +250,7 @@ async fn dead_waiter_does_not_block_the_queue() {
     let live = client_with_watchdog(server, timeout).await;
     let name = unique("fair-dead");
     let held = holder.fair_lock(&name).try_lock().await.unwrap();
-    // The dead waiter joins the queue, then its future is leaked: no more
-    // refreshes, no clean-up, exactly as if its process had been killed.
-    let lock = dead.fair_lock(&name);
-    let mut doomed = Box::pin(lock.try_lock_for(Duration::from_secs(60)));
-    let joined = async {
-        tokio::select! {
-            _ = &mut doomed => panic!("acquired a held lock"),
-            _ = async { while queued(server, &name).0 < 1 { tokio::time::sleep(Duration::from_millis(5)).await } } => {}
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(2), joined)
-        .await
-        .unwrap();
-    std::mem::forget(doomed);
+    die_in_the_queue(server, &dead, &name, 1).await;
     let behind = {
         let lock = live.fair_lock(&name);
         spawn_timed(lock, Duration::from_secs(10))
@@ -286,6 +273,24 @@ async fn dead_waiter_does_not_block_the_queue() {
     );
     g.unwrap().unlock().await.unwrap();
     assert_eq!(queued(server, &name), (0, 0));
+}
+
+/// A waiter of `client` joins the queue of fair lock `name` (as its `n`th
+/// waiter), then its future is leaked: no more refreshes, no clean-up,
+/// exactly as if its process had been killed.
+async fn die_in_the_queue(server: &RedisServer, client: &redlease::Client, name: &str, n: i64) {
+    let lock = client.fair_lock(name);
+    let mut doomed = Box::pin(lock.try_lock_for(Duration::from_secs(60)));
+    let joined = async {
+        tokio::select! {
+            _ = &mut doomed => panic!("acquired a held lock"),
+            _ = async { while queued(server, name).0 < n { tokio::time::sleep(Duration::from_millis(5)).await } } => {}
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), joined)
+        .await
+        .unwrap();
+    std::mem::forget(doomed);
 }
 
 /// A fair and a plain handle on one name exclude each other (same hash).
@@ -411,33 +416,9 @@ async fn a_redisson_lock_neighbour_does_not_drop_a_redlease_fair_waiter() {
     let server = RedisServer::shared();
     let (a, b) = (client().await, client().await);
     let name = unique("fair-java-neighbour");
-    let mut conn = server.connection();
-    let channel = format!("redisson_lock__channel:{{{name}}}");
-    let java = |script: &str, args: &[String]| -> redis::Value {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(script)
-            .arg(4)
-            .arg(&name)
-            .arg(queue(&name))
-            .arg(timeouts(&name))
-            .arg(&channel);
-        for a in args {
-            cmd.arg(a);
-        }
-        cmd.query(&mut server.connection()).unwrap()
-    };
     let held = a.fair_lock(&name).try_lock().await.unwrap();
     // Java's lock(): queued first, with Redisson's 5-minute wait.
-    let wait = "300000".to_owned();
-    java(
-        REDISSON_FAIR_ACQUIRE,
-        &[
-            "30000".into(),
-            JAVA.into(),
-            wait.clone(),
-            now_ms(server).to_string(),
-        ],
-    );
+    redisson_acquire(server, &name, JAVA, 300_000);
     let waiter = spawn_timed(b.fair_lock(&name), Duration::from_secs(20));
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
@@ -447,39 +428,53 @@ async fn a_redisson_lock_neighbour_does_not_drop_a_redlease_fair_waiter() {
     held.unlock().await.unwrap();
     // Java's turn: its acquire pops it and subtracts 5 minutes from the
     // redlease waiter's deadline.
-    let took = java(
-        REDISSON_FAIR_ACQUIRE,
-        &[
-            "30000".into(),
-            JAVA.into(),
-            wait,
-            now_ms(server).to_string(),
-        ],
-    );
+    let took = redisson_acquire(server, &name, JAVA, 300_000);
     assert_eq!(took, redis::Value::Nil, "the java waiter did not acquire");
     let released = Instant::now();
-    let unlocked = java(
-        REDISSON_FAIR_UNLOCK,
-        &[JAVA.into(), now_ms(server).to_string()],
-    );
-    assert_eq!(unlocked, redis::Value::Int(1));
+    assert_eq!(redisson_unlock(server, &name, JAVA), redis::Value::Int(1));
     let g = acquired_soon_after(waiter, released).await;
     g.unlock().await.unwrap();
     assert_eq!(queued(server, &name), (0, 0));
-    let _: () = redis::cmd("DEL").arg(&name).query(&mut conn).unwrap();
 }
 
-/// #15: `redisson_fair_wait` sets the wait a fair waiter's deadline counts
-/// per waiter ahead: one redlease waiter behind another is scored that much
-/// later (not Redisson's default 5 minutes), and both still get the lock
-/// in turn.
+/// Every deadline in the queue, in queue order: `(field, ms from now)`,
+/// by the server's clock.
+fn deadlines(server: &RedisServer, name: &str) -> Vec<(String, i64)> {
+    let mut conn = server.connection();
+    let fields: Vec<String> = redis::cmd("LRANGE")
+        .arg(queue(name))
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    let now = now_ms(server) as i64;
+    fields
+        .into_iter()
+        .map(|field| {
+            let score: f64 = redis::cmd("ZSCORE")
+                .arg(timeouts(name))
+                .arg(&field)
+                .query(&mut conn)
+                .unwrap();
+            (field, score as i64 - now)
+        })
+        .collect()
+}
+
+/// #15 and #36: `redisson_fair_wait` is what a redlease waiter's deadline
+/// counts for each Redisson waiter ahead of it (each takes its wait off
+/// when it takes the lock); a redlease waiter ahead counts for nothing,
+/// since it takes nothing off. Both redlease waiters still get the lock in
+/// turn.
 #[tokio::test]
-async fn the_redisson_fair_wait_is_what_deadlines_count_per_waiter_ahead() {
+async fn the_redisson_fair_wait_is_counted_per_redisson_waiter_ahead() {
     let server = RedisServer::shared();
     let wait = Duration::from_secs(10);
+    let timeout = Duration::from_secs(3);
     let configured = || async {
         redlease::Client::builder(&server.url())
             .redisson_fair_wait(wait)
+            .watchdog_timeout(timeout)
             .build()
             .await
             .unwrap()
@@ -487,37 +482,46 @@ async fn the_redisson_fair_wait_is_what_deadlines_count_per_waiter_ahead() {
     let (holder, first, second) = (client().await, configured().await, configured().await);
     let name = unique("fair-wait-option");
     let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    // A Java `tryLock(10 s)` first in line (the Java side's longest wait is
+    // the configured one), then two redlease waiters.
+    redisson_acquire(server, &name, JAVA, 10_000);
     let one = spawn_timed(first.fair_lock(&name), Duration::from_secs(20));
-    assert!(
-        eventually(Duration::from_secs(2), || queued(server, &name) == (1, 1))
-            .await
-            .is_some()
-    );
-    let two = spawn_timed(second.fair_lock(&name), Duration::from_secs(20));
     assert!(
         eventually(Duration::from_secs(2), || queued(server, &name) == (2, 2))
             .await
             .is_some()
     );
-    let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(timeouts(&name))
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query(&mut server.connection())
-        .unwrap();
-    let apart = scores[1].1 - scores[0].1;
+    let two = spawn_timed(second.fair_lock(&name), Duration::from_secs(20));
     assert!(
-        (9_000.0..11_000.0).contains(&apart),
-        "second waiter scored {apart} ms after the first: {scores:?}"
+        eventually(Duration::from_secs(2), || queued(server, &name) == (3, 3))
+            .await
+            .is_some()
     );
+    let ahead = deadlines(server, &name);
+    // Each: its liveness lease (3 s), plus 10 s for the Java waiter only.
+    for (field, ms) in &ahead[1..] {
+        assert!(
+            (11_000..13_100).contains(ms),
+            "{field} scored {ms} ms ahead: {ahead:?}"
+        );
+    }
+    // The Java waiter takes the lock with Redisson's script, taking its
+    // 10 s off every deadline; the redlease waiters are still alive for
+    // their liveness lease, so the release wakes the first of them.
     held.unlock().await.unwrap();
-    acquired_within(one, Instant::now(), Duration::from_secs(2))
+    assert_eq!(
+        redisson_acquire(server, &name, JAVA, 10_000),
+        redis::Value::Nil,
+        "the java waiter did not acquire"
+    );
+    let released = Instant::now();
+    assert_eq!(redisson_unlock(server, &name, JAVA), redis::Value::Int(1));
+    acquired_within(one, released, Duration::from_millis(500))
         .await
         .unlock()
         .await
         .unwrap();
-    acquired_within(two, Instant::now(), Duration::from_secs(2))
+    acquired_within(two, Instant::now(), Duration::from_millis(500))
         .await
         .unlock()
         .await
@@ -529,4 +533,133 @@ async fn the_redisson_fair_wait_is_what_deadlines_count_per_waiter_ahead() {
         .await
         .unwrap_err();
     assert!(refused.is_invalid_argument(), "{refused}");
+}
+
+/// Redisson's fair acquire for owner `field` with wait `wait_ms` (its
+/// `tryLock` wait, or `fairLockWaitTimeout` for `lock()`), with a 30 s
+/// lease.
+fn redisson_acquire(server: &RedisServer, name: &str, field: &str, wait_ms: u64) -> redis::Value {
+    redis::cmd("EVAL")
+        .arg(REDISSON_FAIR_ACQUIRE)
+        .arg(3)
+        .arg(name)
+        .arg(queue(name))
+        .arg(timeouts(name))
+        .arg(30_000)
+        .arg(field)
+        .arg(wait_ms)
+        .arg(now_ms(server))
+        .query(&mut server.connection())
+        .unwrap()
+}
+
+/// Redisson's fair unlock for owner `field`.
+fn redisson_unlock(server: &RedisServer, name: &str, field: &str) -> redis::Value {
+    redis::cmd("EVAL")
+        .arg(REDISSON_FAIR_UNLOCK)
+        .arg(4)
+        .arg(name)
+        .arg(queue(name))
+        .arg(timeouts(name))
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
+        .arg(field)
+        .arg(now_ms(server))
+        .query(&mut server.connection())
+        .unwrap()
+}
+
+/// #36: a Java waiter queued behind a redlease waiter keeps its whole wait
+/// when the redlease waiter takes the lock, and is handed the lock by its
+/// release. Before the fix, the redlease acquire took Redisson's 5 minutes
+/// off a deadline that held 20 s (`tryLock(20 s)`), and the release then
+/// dropped the Java waiter as dead and woke nobody.
+#[tokio::test]
+async fn issue_36_a_java_waiter_behind_a_redlease_waiter_keeps_its_wait() {
+    let server = RedisServer::shared();
+    let (holder, waiter) = (client().await, client().await);
+    let name = unique("fair-java-behind");
+    let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    let first = spawn_timed(waiter.fair_lock(&name), Duration::from_secs(20));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name) == (1, 1))
+            .await
+            .is_some()
+    );
+    let java_field = "5f0c7a43-9b1e-4c55-8f1f-0d6c2e1f9a77:88";
+    assert_ne!(
+        redisson_acquire(server, &name, java_field, 20_000),
+        redis::Value::Nil
+    );
+    let before = deadlines(server, &name)[1].1;
+    held.unlock().await.unwrap();
+    let guard = acquired_within(first, Instant::now(), Duration::from_millis(500)).await;
+    let after = deadlines(server, &name);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].0, java_field);
+    assert!(
+        after[0].1 > before - 1_000 && after[0].1 > 20_000,
+        "the java waiter's deadline went from {before} to {} ms",
+        after[0].1
+    );
+    let mut pubsub = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut pubsub = pubsub.as_pubsub();
+    pubsub
+        .subscribe(format!("redisson_lock__channel:{{{name}}}:{java_field}"))
+        .unwrap();
+    guard.unlock().await.unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let woken = pubsub.get_message().expect("the java waiter was woken");
+    assert_eq!(woken.get_payload::<i64>().unwrap(), 0);
+    assert_eq!(
+        redisson_acquire(server, &name, java_field, 20_000),
+        redis::Value::Nil,
+        "the java waiter took its turn"
+    );
+    assert_eq!(
+        redisson_unlock(server, &name, java_field),
+        redis::Value::Int(1)
+    );
+    assert_eq!(queued(server, &name), (0, 0));
+}
+
+/// #36: with no wait of their own in their deadlines, redlease waiters that
+/// die one behind the other are each dropped within one watchdog timeout
+/// of their last refresh (before #36 the second kept Redisson's 5 minutes
+/// for the first), and a live waiter behind them then acquires.
+#[tokio::test]
+async fn two_dead_waiters_in_a_row_do_not_block_the_queue() {
+    let server = RedisServer::shared();
+    let timeout = Duration::from_millis(600);
+    let holder = client_with_watchdog(server, timeout).await;
+    let dead = client_with_watchdog(server, timeout).await;
+    let live = client_with_watchdog(server, timeout).await;
+    let name = unique("fair-two-dead");
+    let held = holder.fair_lock(&name).try_lock().await.unwrap();
+    for n in 1..=2 {
+        die_in_the_queue(server, &dead, &name, n).await;
+    }
+    let died = Instant::now();
+    let behind = spawn_timed(live.fair_lock(&name), Duration::from_secs(10));
+    assert!(
+        eventually(Duration::from_secs(2), || queued(server, &name).0 == 3)
+            .await
+            .is_some()
+    );
+    held.unlock().await.unwrap();
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), behind)
+        .await
+        .unwrap()
+        .unwrap();
+    let blocked = at - died;
+    assert!(
+        blocked <= timeout + timeout / 3 + Duration::from_millis(300),
+        "blocked for {blocked:?}"
+    );
+    g.unwrap().unlock().await.unwrap();
+    assert_eq!(queued(server, &name), (0, 0));
 }
