@@ -105,8 +105,9 @@
 //!   `RPermitExpirableSemaphore`: permits with ids and leases.
 //! * `scope.rs`: [`scope`], the task-scoped owner, and re-entry.
 //! * `semaphore/`: [`Semaphore`], Redisson's `RSemaphore`, and its single
-//!   acquire attempt, which gives back what a cancelled caller took;
-//!   [`SemaphorePermit`], the permits it hands out.
+//!   acquire attempt, all of one acquire's attempts under one request id
+//!   that its withdrawal gives back by; [`SemaphorePermit`], the permits it
+//!   hands out.
 //! * `latch.rs`: [`CountDownLatch`], Redisson's `RCountDownLatch`.
 //! * `rwlock.rs`: [`ReadWriteLock`], whose two sides are [`Lock`]s.
 //! * `multi.rs`: [`MultiLock`] and [`MultiGuard`], several locks taken

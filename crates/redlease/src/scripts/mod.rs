@@ -364,7 +364,7 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 31] = [
+    let scripts: [&'static LazyLock<Lua>; 32] = [
         &lock::ACQUIRE,
         &lock::REENTER,
         &lock::RELEASE,
@@ -391,6 +391,7 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &expirable::SET,
         &expirable::ADD,
         &semaphore::ACQUIRE,
+        &semaphore::WITHDRAW,
         &semaphore::RELEASE,
         &semaphore::SET_PERMITS,
         &semaphore::SET_IF_MISSING,
@@ -457,14 +458,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 31);
+        assert_eq!(listed.len(), 32);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 31);
+        assert_eq!(hashes.len(), 32);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -495,6 +496,7 @@ pub(crate) mod tests {
                 "expirable_set",
                 "expirable_add",
                 "semaphore_acquire",
+                "semaphore_withdraw",
                 "semaphore_release",
                 "semaphore_set_permits",
                 "set_if_missing",

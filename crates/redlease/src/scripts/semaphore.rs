@@ -43,32 +43,97 @@ end
 pub(super) static ACQUIRE: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("semaphore_acquire", &[COUNT, ACQUIRE_SRC]));
 const ACQUIRE_SRC: &str = r"
+local taken = redis.call('get', KEYS[2])
 local available = count(KEYS[1])
 if available == nil then
     return nil
 end
+if taken == 'withdrawn' then
+    return {0, available}
+end
+if taken ~= false then
+    -- An earlier attempt of this request took them; its answer was lost.
+    return {1, available}
+end
 if available >= tonumber(ARGV[1]) then
     redis.call('decrby', KEYS[1], ARGV[1])
+    redis.call('set', KEYS[2], ARGV[1], 'px', ARGV[2])
     return {1, available - tonumber(ARGV[1])}
 end
 return {0, available}
 ";
 
-/// Takes `permits` permits of semaphore `name` if that many are available.
+/// Takes `permits` permits of semaphore `name` for acquire request
+/// `request` if that many are available, once whatever number of times it
+/// is sent (#36).
 ///
-/// * KEYS\[1\]: the semaphore key.
-/// * ARGV\[1\]: the number of permits, at least 1.
-/// * Returns `{1, left}` when taken (the count went down by `permits`, and
-///   `left` remain), `{0, available}` when fewer are available (nothing
-///   written; `available` may be zero or negative), nil when the key holds
-///   a string that is not an integer.
+/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: the request's key,
+///   [`layout::semaphore_request_key`].
+/// * ARGV\[1\]: the number of permits, at least 1; ARGV\[2\]: how long the
+///   request's key lasts, in ms.
+/// * Returns `{1, left}` when taken (the count went down by `permits`, the
+///   request's key records it for ARGV\[2\] ms, and `left` remain), or when
+///   an earlier call of the same request took them (`left` is then the
+///   count now); `{0, available}` when fewer are available, or when the
+///   request was withdrawn ([`withdraw`]): nothing written, `available` may
+///   be zero or negative; nil when the key holds a string that is not an
+///   integer.
 /// * Raises `WRONGTYPE` when the key is not a string.
 ///
 /// Redisson's `tryAcquire` (`GET`, then `DECRBY` if enough), with the count
 /// returned so that a waiter can tell "none free" from "some free, but not
-/// enough for me" ([`Taken`]).
-pub(crate) fn acquire(name: &str, permits: u64) -> ScriptCall {
-    ScriptCall::new(&ACQUIRE, name).arg(permits)
+/// enough for me" ([`Taken`]), and with the request's key, which Redisson's
+/// lacks: an attempt whose reply was lost may have taken permits, and the
+/// next attempt of the same request, or its withdrawal, finds them.
+pub(crate) fn acquire(name: &str, permits: u64, request: &str, request_ttl_ms: u64) -> ScriptCall {
+    let keys = (name, layout::semaphore_request_key(name, request));
+    ScriptCall::new(&ACQUIRE, keys)
+        .arg(permits)
+        .arg(request_ttl_ms)
+}
+
+pub(super) static WITHDRAW: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("semaphore_withdraw", &[COUNT, WITHDRAW_SRC]));
+const WITHDRAW_SRC: &str = r"
+local taken = redis.call('get', KEYS[2])
+redis.call('set', KEYS[2], 'withdrawn', 'px', ARGV[1])
+if taken == false or taken == 'withdrawn' or count(KEYS[1]) == nil then
+    return 0
+end
+local available = redis.call('incrby', KEYS[1], taken)
+if available > 0 then
+    redis.call(ARGV[2], KEYS[3], available)
+end
+return 1
+";
+
+/// Withdraws acquire request `request` of semaphore `name`: gives back the
+/// permits it took, if it took any, and marks it withdrawn so that no
+/// attempt of it arriving later takes any. Safe to send again until
+/// answered.
+///
+/// * KEYS\[1\]: the semaphore key; KEYS\[2\]: the request's key; KEYS\[3\]:
+///   the semaphore's channel.
+/// * ARGV\[1\]: how long the withdrawn mark lasts, in ms; ARGV\[2\]:
+///   `publish` or `spublish`.
+/// * Returns `1` when permits were given back (and the new count, if above
+///   zero, published as a release publishes it), `0` when the request had
+///   taken none, or had been withdrawn, or the key holds no count.
+/// * Raises `WRONGTYPE` when the key is not a string.
+pub(crate) fn withdraw(
+    name: &str,
+    request: &str,
+    request_ttl_ms: u64,
+    publish: Publish,
+) -> ScriptCall {
+    let keys = (
+        name,
+        layout::semaphore_request_key(name, request),
+        layout::semaphore_channel(name),
+    );
+    ScriptCall::new(&WITHDRAW, keys)
+        .arg(request_ttl_ms)
+        .arg(publish.command())
 }
 
 /// What [`acquire`] answered.
@@ -267,10 +332,20 @@ mod tests {
     use crate::scripts::tests::packed;
 
     #[test]
-    fn acquire_packs_key_and_permits() {
-        let (keys, args) = packed(&acquire("jobs", 2));
-        assert_eq!(keys, ["jobs"]);
-        assert_eq!(args, ["2"]);
+    fn acquire_packs_key_request_permits_and_ttl() {
+        let (keys, args) = packed(&acquire("jobs", 2, "u:7", 120_000));
+        assert_eq!(keys, ["jobs", "redlease_semaphore_request:{jobs}:u:7"]);
+        assert_eq!(args, ["2", "120000"]);
+        let (keys, args) = packed(&withdraw("{t}:jobs", "u:7", 120_000, Publish::Sharded));
+        assert_eq!(
+            keys,
+            [
+                "{t}:jobs",
+                "redlease_semaphore_request:{t}:jobs:u:7",
+                "redisson_sc:{t}:jobs"
+            ]
+        );
+        assert_eq!(args, ["120000", "spublish"]);
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::cancel;
 use crate::connection::Connection;
 use crate::count;
 use crate::count::Counter;
@@ -284,14 +283,18 @@ impl Semaphore {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future never takes permits away for good: the attempt
-    /// runs in a task of its own, and if it took permits that nobody
-    /// received (the caller was dropped), they are released again at once
-    /// in the background (which publishes, as any release does). One case
-    /// is beyond reach, as in Redisson: a reply lost with the connection, or
-    /// later than the response timeout, after the script ran; the permits
-    /// it took then stay taken, and the caller gets a connection or
-    /// time-out error.
+    /// Dropping the future never takes permits away for good, and neither
+    /// does a reply that is lost (the connection dropped, or the reply came
+    /// later than the response timeout) after the script ran: every attempt
+    /// of one acquire carries the same request id, which the script records
+    /// with the permits it takes, for two minutes. A later attempt of
+    /// the acquire finds them there and returns them as acquired; an
+    /// acquire that ends without them (dropped, busy, or in error) after an
+    /// attempt whose answer it never saw withdraws the request in the
+    /// background, sent again until answered, which gives back what the
+    /// request took (publishing, as any release does) and keeps a late
+    /// attempt from taking any. Redisson's `tryAcquire`, which records
+    /// nothing, leaks such permits (#36).
     ///
     /// # Examples
     ///
@@ -334,8 +337,9 @@ impl Semaphore {
     ///
     /// # Cancel safety
     ///
-    /// As [`try_acquire`](Semaphore::try_acquire): an attempt cancelled in
-    /// flight gives back what it took. Dropping the future also leaves the
+    /// As [`try_acquire`](Semaphore::try_acquire): the request of an acquire
+    /// dropped with an attempt in flight is withdrawn, which gives back
+    /// what it took. Dropping the future also leaves the
     /// channel (unsubscribing if it was the client's last waiter on it) and
     /// hands a wake-up it had received but not used to the next local
     /// waiter.
@@ -464,24 +468,20 @@ impl Semaphore {
         }
     }
 
-    /// Runs the acquire script once, in a task of its own so that a
-    /// success nobody receives is given back.
-    async fn attempt(&self, conn: &Connection, permits: u64) -> Result<Attempt<()>, Error> {
-        let call = scripts::acquire(&self.counter.handle.name, permits);
-        let give_back = GiveBack {
-            conn: conn.clone(),
-            name: self.counter.handle.name.clone(),
-            permits,
-        };
-        let took = |taken: &Taken| matches!(taken, Taken::Acquired(_));
-        let taken = match cancel::run_or_undo(conn, call, took, move || give_back.run())
-            .await
-            .ok_or_else(count::runtime_stopped)?
-        {
+    /// Runs the acquire script once for acquire request `request`.
+    async fn attempt(
+        &self,
+        conn: &Connection,
+        permits: u64,
+        request: &str,
+    ) -> Result<Attempt<()>, Error> {
+        let name = &self.counter.handle.name;
+        let call = scripts::acquire(name, permits, request, REQUEST_TTL_MS);
+        let taken = match call.run::<Taken>(conn).await {
             Ok(taken) => taken,
             Err(e) => return Err(self.counter.error(conn, e.into()).await),
         };
-        tracing::debug!(key = %self.counter.handle.name, permits, ?taken, "semaphore acquire attempt");
+        tracing::debug!(key = %name, permits, ?taken, "semaphore acquire attempt");
         match taken {
             Taken::Acquired(_) => Ok(Attempt::Acquired(())),
             // Some free, but not enough for this request: a smaller one
@@ -531,19 +531,72 @@ impl front::Primitive for Request {
 
     async fn begin(&self, _: Patience) -> Result<Begin<SemaphorePermit, Waiter<'_>>, Error> {
         let permits = count::check_permits_u64("permits", self.permits, 1)?;
+        let handle = &self.semaphore.counter.handle;
         Ok(Begin::Contend(Waiter {
             semaphore: &self.semaphore,
             conn: self.semaphore.counter.conn()?,
             permits,
+            request: handle.client.new_owner_field(),
+            unsure: false,
+            granted: false,
         }))
     }
 }
+
+/// How long a semaphore acquire request's record lasts
+/// ([`scripts::acquire`]): longer than a waiter goes between attempts
+/// ([`REFRESH`]) and than a withdrawal is retried, so that an attempt whose
+/// reply was lost is found by the next one or withdrawn.
+pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
+
+/// [`REQUEST_TTL`] in ms, for the scripts.
+const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
+
+/// How often a waiting acquire attempts again even when no release wakes
+/// it: a lost reply's permits, taken late, are then found within this.
+const REFRESH: Duration = Duration::from_secs(30);
 
 /// A semaphore's waiting acquire, as the waiting engine drives it.
 pub(crate) struct Waiter<'a> {
     semaphore: &'a Semaphore,
     conn: &'a Connection,
     permits: u64,
+    /// This acquire's request id, the same for all its attempts.
+    request: Arc<str>,
+    /// An attempt was sent whose answer never came (it may have taken
+    /// permits), or one is on its way.
+    unsure: bool,
+    /// An attempt answered that the permits are ours.
+    granted: bool,
+}
+
+impl Drop for Waiter<'_> {
+    /// An acquire that ends without its permits, having sent an attempt
+    /// whose answer it never saw, withdraws its request in the background
+    /// (sent again until answered: withdrawing twice gives back once).
+    fn drop(&mut self) {
+        if self.granted || !self.unsure {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(key = %self.semaphore.counter.handle.name, "no runtime to withdraw a semaphore request in; permits it may have taken stay taken");
+            return;
+        };
+        let conn = self.conn.clone();
+        let name = self.semaphore.counter.handle.name.clone();
+        let request = self.request.clone();
+        drop(runtime.spawn(async move {
+            let withdrawn = crate::backoff::retry_transient(REQUEST_TTL / 2, || async {
+                let call = scripts::withdraw(&name, &request, REQUEST_TTL_MS, conn.publish());
+                call.run::<i64>(&conn).await.map_err(Error::from)
+            })
+            .await;
+            match withdrawn {
+                Ok(gave_back) => tracing::debug!(key = %name, gave_back, "withdrew a semaphore request"),
+                Err(e) => tracing::warn!(key = %name, error = %e, "could not withdraw a semaphore request; permits it took stay taken"),
+            }
+        }));
+    }
 }
 
 impl Contender for Waiter<'_> {
@@ -558,7 +611,22 @@ impl Contender for Waiter<'_> {
     }
 
     async fn attempt(&mut self) -> Result<Attempt<SemaphorePermit>, Error> {
-        let attempt = self.semaphore.attempt(self.conn, self.permits).await?;
+        // Unsure from the send until the answer (a drop in between leaves
+        // it so), and for good once an answer was lost.
+        let before = self.unsure;
+        self.unsure = true;
+        let attempt = match (self.semaphore)
+            .attempt(self.conn, self.permits, &self.request)
+            .await
+        {
+            Ok(attempt) => attempt,
+            Err(e) => {
+                self.unsure = before || e.is_transient();
+                return Err(e);
+            }
+        };
+        self.unsure = before;
+        self.granted = matches!(attempt, Attempt::Acquired(()));
         Ok(attempt.map(|()| SemaphorePermit::new(self.semaphore.clone(), self.permits)))
     }
 
@@ -571,19 +639,17 @@ impl Contender for Waiter<'_> {
     }
 
     fn refresh(&self) -> Option<Duration> {
-        None
+        Some(REFRESH)
     }
 
-    // A semaphore has no owners: an attempt whose reply was lost may have
-    // taken permits, and nothing can tell which, so there is nothing to
-    // start over under (see `try_acquire`'s cancel safety).
+    // The next attempt keeps the request id: it finds what an attempt whose
+    // reply was lost took (see `try_acquire`'s cancel safety).
     fn restart(&mut self) {}
 
     async fn give_up(&mut self) {}
 }
 
-/// Permits to give back: an acquire that took them for a caller that is
-/// gone, or a [`SemaphorePermit`] dropped unreleased.
+/// Permits to give back: a [`SemaphorePermit`] dropped unreleased.
 #[derive(Clone)]
 struct GiveBack {
     conn: Connection,
@@ -615,8 +681,8 @@ impl GiveBack {
         drop(handle.spawn(async move {
             let call = scripts::release(&name, permits, conn.publish());
             match call.run::<Counted>(&conn).await {
-                Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a cancelled acquire"),
-                Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a cancelled acquire; they stay taken"),
+                Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a dropped permit"),
+                Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a dropped permit; they stay taken"),
             }
         }));
     }
