@@ -62,8 +62,21 @@ impl SentinelGroup {
     /// not settle afterwards within 45 s.
     pub fn failover_and_reconvert(&mut self) -> String {
         let address = self.failover();
-        self.settle(&format!("the failover to {address}"), 1);
+        self.wait_reconverted(&address);
         address
+    }
+
+    /// After [`failover`](SentinelGroup::failover) to `address`: waits
+    /// until the old master has been turned into a replica of the new one
+    /// with its link up, and the group is ready for the next failover
+    /// (about 11 s). Until then the old master takes the writes of clients
+    /// that have not followed the switch.
+    ///
+    /// # Panics
+    ///
+    /// When the group does not settle within 45 s.
+    pub fn wait_reconverted(&mut self, address: &str) {
+        self.settle(&format!("the failover to {address}"), 1);
     }
 
     /// Kills the master with SIGKILL and waits until the Sentinels agree on

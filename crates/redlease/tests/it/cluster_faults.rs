@@ -353,3 +353,55 @@ async fn a_key_moved_mid_migration_is_renewed_where_it_went() {
         g.unlock().await.unwrap();
     }
 }
+
+/// Found by the judge's Cluster phase (#36), left for #37: a master killed
+/// while a lock on **another** shard is held with a 1.5 s lease. The lock
+/// on the healthy shard is lost (2 runs of 3 here, at 4.3 and 4.6 s), its
+/// holder told by its own clock: redis-rs 1.8.1's cluster connection stops
+/// every request while it refreshes its slot map after the dead node's
+/// errors (`poll_flush` polls the recovery future before any request), so
+/// the watchdog's renewals to the healthy master wait seconds behind it.
+/// Safe (the holder is told, its release refused), but a failover should
+/// not cost locks on other shards; ignored until #37 routes renewals
+/// around the stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "fails until #37: a failover elsewhere stalls renewals"]
+async fn issue_36_a_failover_of_another_shard_keeps_its_locks() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let watchdog = Duration::from_millis(1500);
+    let a = cluster_client(&cluster, watchdog).await;
+    // A name on another master than `victim`'s.
+    let victim_name = unique("victim");
+    let victim = cluster.master_for_key(&victim_name).clone();
+    let name = (0..100)
+        .map(|i| format!("{}-{i}", unique("healthy")))
+        .find(|n| cluster.master_for_key(n).id() != victim.id())
+        .unwrap();
+    let healthy = cluster.master_for_key(&name).clone();
+    let victim_held = a.lock(&victim_name).try_lock().await.unwrap();
+    let held = a.lock(&name).try_lock().await.unwrap();
+    let started = Instant::now();
+    let killer = std::thread::spawn(move || {
+        let promoted = cluster.kill_master_and_wait_for_promotion(&victim);
+        (cluster, promoted)
+    });
+    let mut lost_at = None;
+    let mut conn = healthy.connection();
+    let mut last = 0i64;
+    let mut renewed = Vec::new();
+    while started.elapsed() < Duration::from_secs(12) {
+        if lost_at.is_none() && held.is_lost() {
+            lost_at = Some(started.elapsed());
+        }
+        let pttl: i64 = redis::cmd("PTTL").arg(&name).query(&mut conn).unwrap_or(-3);
+        if pttl > last + 50 {
+            renewed.push(started.elapsed().as_millis());
+        }
+        last = pttl;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("the healthy key's renewals, ms: {renewed:?}");
+    let (_cluster, _promoted) = killer.join().unwrap();
+    drop(victim_held);
+    assert_eq!(lost_at, None, "the healthy shard's lock was lost");
+}
