@@ -162,6 +162,27 @@ impl Table {
         Ok(read)
     }
 
+    /// A reader's work on `name`: the unfenced counter read, `pause`, read
+    /// again. Nobody writes it under a read lock, so the two are equal
+    /// unless a writer was inside meanwhile.
+    pub(crate) async fn read_twice(
+        &self,
+        name: &str,
+        pause: std::time::Duration,
+    ) -> sqlx::Result<(i64, i64)> {
+        let query = format!("SELECT plain FROM {} WHERE id = $1", self.table);
+        let first: i64 = sqlx::query_scalar(&query)
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        tokio::time::sleep(pause).await;
+        let second: i64 = sqlx::query_scalar(&query)
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((first, second))
+    }
+
     /// Every row: name, fenced balance, unfenced counter.
     pub(crate) async fn rows(&self) -> sqlx::Result<Vec<(String, i64, i64)>> {
         sqlx::query_as(&format!(

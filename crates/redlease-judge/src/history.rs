@@ -15,19 +15,32 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::workload::Workload;
+
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Op {
-    /// Take the lock `name`; `ok` carries the fencing token.
+    /// Take `name` (a lock, a read or write side, one permit, or a
+    /// multi-lock's members, `name` then being their names joined by
+    /// `,`); `ok` carries the fencing token where there is one.
     Acquire,
     /// The fenced read-modify-write of `name`'s row: claim with the token,
     /// read, write read + 1; `ok` says whether it was accepted.
     Write,
     /// The unfenced read-modify-write of `name`'s row, the baseline.
     Unfenced,
-    /// Release the lock `name`; `fail`: it was no longer ours.
+    /// Under a read lock: the unfenced counter of `name`'s row read twice,
+    /// `read` and `read2`, with the work between; a writer inside meanwhile
+    /// would change it.
+    Read,
+    /// Release what the last acquire took; `fail`: it was no longer ours.
     Release,
+    /// Count a latch down once.
+    CountDown,
+    /// Wait for a latch; `ok` with `open` true when it opened, false when
+    /// the wait ran out.
+    Await,
 }
 
 /// An event's place in its operation.
@@ -47,6 +60,10 @@ pub(crate) struct Event {
     pub(crate) p: String,
     /// The client kind, e.g. `redlease-async-redisson`, `redis-py`.
     pub(crate) c: String,
+    /// What the operation works on (see [`Workload`]); the plain lock when
+    /// missing.
+    #[serde(default)]
+    pub(crate) w: Workload,
     pub(crate) f: Op,
     #[serde(rename = "type")]
     pub(crate) ty: Type,
@@ -56,15 +73,27 @@ pub(crate) struct Event {
     /// The fencing token (`acquire` ok, `write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) token: Option<u64>,
-    /// The value read (`write` and `unfenced` ok).
+    /// The value read (`write`, `unfenced` and `read` ok).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) read: Option<i64>,
+    /// The second value read (`read` ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) read2: Option<i64>,
     /// Whether the fenced write was accepted (`write` ok).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) accepted: Option<bool>,
-    /// Whether the client had been told its lock was lost (`release`).
+    /// Whether the client had been told its hold was lost, asked right
+    /// before the operation (`write`, `unfenced`, `read` and `release`
+    /// invokes); absent where the client cannot tell (Java, redis-py).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) lost: Option<bool>,
+    /// Whether the latch had opened (`await` ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) open: Option<bool>,
+    /// Each member's token (a multi-lock's `acquire` ok), in `name`'s
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tokens: Vec<Option<u64>>,
     /// Why it failed, for `fail` and `info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) err: Option<String>,
@@ -96,19 +125,23 @@ impl Log {
         })
     }
 
-    /// A new event of this process, timed now.
-    pub(crate) fn event(&self, f: Op, ty: Type, name: &str) -> Event {
+    /// A new event of this process on workload `w`, timed now.
+    pub(crate) fn event(&self, w: Workload, f: Op, ty: Type, name: &str) -> Event {
         Event {
             p: self.process.clone(),
             c: self.client.clone(),
+            w,
             f,
             ty,
             name: name.to_owned(),
             t: now_us(),
             token: None,
             read: None,
+            read2: None,
             accepted: None,
             lost: None,
+            open: None,
+            tokens: Vec::new(),
             err: None,
         }
     }
@@ -158,7 +191,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.jsonl");
         let mut log = Log::open(&path, "p-1.1", "kind").unwrap();
-        let mut ok = log.event(Op::Acquire, Type::Ok, "n");
+        let mut ok = log.event(Workload::Lock, Op::Acquire, Type::Ok, "n");
         ok.token = Some(7);
         log.write(&ok).unwrap();
         std::fs::OpenOptions::new()

@@ -54,11 +54,31 @@ impl FaultKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Fault {
     pub(crate) kind: FaultKind,
-    /// The process it hit (`redis` for the server).
+    /// The process it hit (`redis` for the server), or what failed over.
     pub(crate) target: String,
-    /// When it began and ended (a kill ends at once), Unix µs.
+    /// When it began and ended, Unix µs: a pause or a partition from the
+    /// signal or cut to its end; a kill at once; a restart until the
+    /// server answers again; a Sentinel failover until every Sentinel
+    /// names the new master (the switch); a Cluster failover from the kill
+    /// to the replica's promotion.
     pub(crate) start: u64,
     pub(crate) end: u64,
+    /// Whether the signals or commands that made it succeeded (a `kill`
+    /// that found no process, say, did not).
+    #[serde(default = "yes")]
+    pub(crate) ok: bool,
+    /// The names whose data it could lose (a Cluster shard's); empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) names: Vec<String>,
+    /// A failover's aftermath, Unix µs: when the old master had been made a
+    /// replica of the new one (until then it still takes writes from
+    /// clients that have not followed the switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) settled: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Appends `fault` to the nemesis log `path`.

@@ -61,11 +61,16 @@ impl Network {
         ip(&["link", "add", &network.bridge, "type", "bridge"])?;
         let cidr = format!("{}/24", network.address(1));
         ip(&["addr", "add", &cidr, "dev", &network.bridge])?;
+        // A second address for the database's relay, which a partition
+        // (a route to the first) leaves reachable.
+        let relay = format!("{}/24", network.address(2));
+        ip(&["addr", "add", &relay, "dev", &network.bridge])?;
         ip(&["link", "set", &network.bridge, "up"])?;
         Ok(network)
     }
 
-    /// Host `n`'s address on the bridge's /24; 1 is the bridge's (Redis's).
+    /// Host `n`'s address on the bridge's /24; 1 is the bridge's (Redis's),
+    /// 2 the bridge's too (the database relay's, which partitions spare).
     pub(crate) fn address(&self, n: u8) -> Ipv4Addr {
         Ipv4Addr::new(self.prefix[0], self.prefix[1], self.prefix[2], n)
     }

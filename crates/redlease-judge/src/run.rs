@@ -1,7 +1,8 @@
-//! The run: for each phase (one fault kind, or none), a private Redis, a
-//! fresh table, the clients as separate processes, the nemesis on the
-//! seed's schedule, a recovery probe once the faults stop, and the
-//! checker's verdict.
+//! The run: for each phase (one fault kind, or none), a private Redis (or
+//! Sentinel group, or cluster), a fresh table, the semaphores and latches
+//! set, the clients as separate processes, the nemesis on the seed's
+//! schedule, a recovery probe once the faults stop while the clients still
+//! contend, and the checker's verdict.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::net::SocketAddr;
@@ -14,13 +15,15 @@ use clap::{Args, ValueEnum};
 use redlease_testkit::{RedisCluster, RedisServer, SentinelGroup, ServerOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::check::{self, Check};
-use crate::client::{Deployment, Kind, Plant};
+use crate::check::validity::{self, Exit, Outcome};
+use crate::check::{self, Check, Finals, PROBE, Params};
+use crate::client::{Deployment, Kind, WorkloadArg};
 use crate::db::{Guard, Table};
-use crate::history::{self, Event, Op, Type, now_us};
+use crate::history::{self, Event, Log, Op, Type, now_us};
 use crate::nemesis::{self, Fault, FaultKind};
 use crate::netns::{Network, Relay};
 use crate::rng::Rng;
+use crate::workload::{LATCH_COUNT, Names, PERMITS, Workload};
 
 /// A client process of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
@@ -30,7 +33,7 @@ pub(crate) enum ClientSpec {
     AsyncString,
     BlockingRedisson,
     BlockingString,
-    /// Java Redisson's `RLock`.
+    /// Java Redisson: `RLock` and the rest of its lock family.
     JavaRlock,
     /// Java Redisson's `RFencedLock`.
     JavaFenced,
@@ -47,13 +50,6 @@ impl ClientSpec {
         }
     }
 
-    /// Whether it locks in Redisson's layout (else the string layout): the
-    /// two are not mixed on one key (a hash lock refuses a string key as
-    /// the wrong type, not as busy), so each has names of its own.
-    fn redisson_layout(self) -> bool {
-        self.kind().is_some_and(Kind::redisson_layout)
-    }
-
     fn kind(self) -> Option<Kind> {
         match self {
             ClientSpec::AsyncRedisson => Some(Kind::AsyncRedisson),
@@ -65,6 +61,29 @@ impl ClientSpec {
             ClientSpec::RedisPy => None,
         }
     }
+
+    fn is_redlease(self) -> bool {
+        self.kind().is_some_and(Kind::is_redlease)
+    }
+}
+
+/// A bug planted in redlease itself, for a run to show the checker
+/// catching it. Only a build with `--cfg redlease_plant` (a debug build:
+/// the library refuses to compile the plants otherwise) has them;
+/// `scripts/judge-planted` makes one in `target/planted`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Plant {
+    /// A release that deletes the lock whoever holds it.
+    ReleaseWithoutOwnerCheck,
+    /// A renewal that extends the lock whoever holds it, and says it is
+    /// ours.
+    RenewWithoutOwnerCheck,
+    /// A fencing counter that is not seeded from the clock when Redis has
+    /// lost it: tokens begin again at 1.
+    FenceNotSeeded,
+    /// An acquire that takes a name another owner holds.
+    AcquireTakesHeld,
 }
 
 /// `redlease-judge run`.
@@ -90,7 +109,9 @@ pub(crate) struct RunArgs {
     /// failovers take about 12 and 6 s each.
     #[arg(long, default_value_t = 30)]
     pub(crate) failover_seconds: u64,
-    #[arg(long, default_value_t = 2000)]
+    /// How long before the clients stop the nemesis stops; the recovery
+    /// probe runs then, while the clients still contend.
+    #[arg(long, default_value_t = 3000)]
     pub(crate) heal_ms: u64,
     /// The clients, each a process of its own.
     #[arg(
@@ -100,7 +121,12 @@ pub(crate) struct RunArgs {
         default_value = "async-redisson,async-string,blocking-redisson,blocking-string,java-rlock,java-fenced,redis-py"
     )]
     pub(crate) clients: Vec<ClientSpec>,
-    /// How many lock names the clients of each layout share.
+    /// The workloads the clients take part in (default: every one each
+    /// kind can do).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub(crate) workloads: Vec<WorkloadArg>,
+    /// How many plain lock names the clients of each layout share (at
+    /// least 2: a multi-lock takes two).
     #[arg(long, default_value_t = 2)]
     pub(crate) names: usize,
     /// The lease (watchdog timeout) of every client, in ms.
@@ -117,11 +143,11 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "DATABASE_URL")]
     pub(crate) db: String,
     /// The Python with redis-py and psycopg (default: the venv
-    /// `scripts/judge-peers` makes, target/judge/venv).
+    /// `scripts/judge-peers` makes, target/judge/venv; required).
     #[arg(long)]
     pub(crate) python: Option<PathBuf>,
     /// The Redisson driver's launcher for the Java clients (default: the
-    /// 4.7.0 one `scripts/redisson` builds).
+    /// 4.7.0 one `scripts/redisson` builds; required).
     #[arg(long)]
     pub(crate) java: Option<PathBuf>,
     /// How fenced writes claim their row: by token and holder (the guard
@@ -129,7 +155,8 @@ pub(crate) struct RunArgs {
     /// a repeated token gets past).
     #[arg(long, value_enum, default_value = "holder")]
     pub(crate) guard: Guard,
-    /// Plant this bug in every redlease client.
+    /// Plant this bug in redlease (in every redlease client); needs a
+    /// build with `--cfg redlease_plant`.
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
 }
@@ -140,11 +167,8 @@ pub(crate) struct PhaseReport {
     pub(crate) fault: FaultKind,
     pub(crate) seconds: u64,
     pub(crate) faults: Vec<Fault>,
-    /// How long each name took to acquire once the clients had stopped,
-    /// after the last fault, in ms; `None`: not within three leases.
-    pub(crate) recovery_ms: Vec<(String, Option<u64>)>,
-    /// The final rows: name, fenced balance, unfenced counter.
-    pub(crate) rows: Vec<(String, i64, i64)>,
+    pub(crate) outcome: Outcome,
+    pub(crate) finals: Finals,
     pub(crate) check: Check,
     /// Unix µs: the phase's start and end, and when the nemesis stopped.
     pub(crate) start: u64,
@@ -153,22 +177,25 @@ pub(crate) struct PhaseReport {
 }
 
 impl PhaseReport {
-    /// The checker's violations, and a name not acquirable within one lease
-    /// after the faults stopped.
-    pub(crate) fn violations(&self, lease_ms: u64) -> Vec<String> {
-        let mut out = self.check.violations();
-        for (name, ms) in &self.recovery_ms {
-            match ms {
-                Some(ms) if *ms <= lease_ms => {}
-                Some(ms) => out.push(format!(
-                    "{name} took {ms} ms to acquire after the faults stopped"
-                )),
-                None => out.push(format!(
-                    "{name} could not be acquired after the faults stopped"
-                )),
-            }
-        }
-        out
+    /// What is wrong, one line each.
+    pub(crate) fn violations(&self) -> Vec<String> {
+        self.check.violations()
+    }
+
+    /// Judges the phase from its events: the checker, then whether the
+    /// run did what it claims.
+    pub(crate) fn judge(&mut self, events: &[Event], params: Params, wait_ms: u64) {
+        self.check = check::check(events, &self.faults, &self.finals, params);
+        let (invalid, recovered) = validity::check(
+            &self.check,
+            self.fault,
+            &self.faults,
+            &self.outcome,
+            wait_ms,
+            self.nemesis_end,
+        );
+        self.check.violations.extend(invalid);
+        self.check.recovery_ms = recovered;
     }
 }
 
@@ -181,10 +208,23 @@ pub(crate) struct RunReport {
     pub(crate) wait_ms: u64,
     pub(crate) hold_ms: u64,
     pub(crate) names: usize,
-    pub(crate) plant: Option<String>,
+    pub(crate) plant: Option<Plant>,
     pub(crate) guard: Guard,
     pub(crate) redis_version: String,
     pub(crate) phases: Vec<PhaseReport>,
+}
+
+impl RunReport {
+    pub(crate) fn params(&self) -> Params {
+        Params {
+            lease_ms: self.lease_ms,
+            hold_ms: self.hold_ms,
+        }
+    }
+
+    pub(crate) fn failed(&self) -> bool {
+        self.phases.iter().any(|p| !p.violations().is_empty())
+    }
 }
 
 /// A running client process.
@@ -208,31 +248,19 @@ struct Phase<'a> {
     /// Each client's network namespace, in the partition phase.
     namespaces: Vec<String>,
     /// How the clients reach Redis, and the Sentinels or seed nodes for
-    /// the Java and Python clients.
+    /// the Java clients.
     deployment: Deployment,
     nodes: Vec<String>,
     master_name: String,
     table: String,
-    names: Vec<String>,
+    names: Names,
+    prefix: String,
+    start_us: u64,
     until_us: u64,
     seed: u64,
 }
 
 impl Phase<'_> {
-    /// The names of `spec`'s layout.
-    fn names_of(&self, spec: ClientSpec) -> Vec<String> {
-        let layout = if spec.redisson_layout() { "r" } else { "s" };
-        self.names
-            .iter()
-            .filter(|n| {
-                n.rsplit(':')
-                    .next()
-                    .is_some_and(|last| last.starts_with(layout))
-            })
-            .cloned()
-            .collect()
-    }
-
     fn spawn(&self, spec: ClientSpec, index: usize, incarnation: u32) -> std::io::Result<Proc> {
         let process = format!("{}-{index}.{incarnation}", spec.label());
         let history = self.dir.join(format!("{process}.jsonl"));
@@ -241,12 +269,11 @@ impl Phase<'_> {
             .wrapping_mul(31)
             .wrapping_add((index as u64) << 8 | u64::from(incarnation));
         let a = self.args;
-        let common = [
+        let mut common = vec![
             ("--process", process.clone()),
             ("--redis", self.redis_url.clone()),
             ("--db", self.db_url.clone()),
             ("--table", self.table.clone()),
-            ("--names", self.names_of(spec).join(",")),
             ("--seed", seed.to_string()),
             ("--until-us", self.until_us.to_string()),
             ("--lease-ms", a.lease_ms.to_string()),
@@ -261,18 +288,23 @@ impl Phase<'_> {
         let (program, mut argv): (PathBuf, Vec<String>) = match spec.kind() {
             Some(kind) => {
                 let mut argv = vec!["client".to_owned(), "--kind".to_owned(), value_name(kind)];
-                if kind.is_redlease()
-                    && let Some(plant) = a.plant
-                {
-                    argv.extend(["--plant".to_owned(), value_name(plant)]);
-                }
                 if !kind.is_redlease() {
                     argv.extend(["--java".to_owned(), java(a).display().to_string()]);
+                }
+                common.extend([
+                    ("--prefix", self.prefix.clone()),
+                    ("--names", a.names.to_string()),
+                    ("--start-us", self.start_us.to_string()),
+                ]);
+                if !a.workloads.is_empty() {
+                    let w: Vec<String> = a.workloads.iter().map(|w| value_name(*w)).collect();
+                    common.push(("--workloads", w.join(",")));
                 }
                 (std::env::current_exe()?, argv)
             }
             None => {
                 let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/redis_py.py");
+                common.push(("--names", self.names.locks(false).join(",")));
                 (python(a), vec![script.display().to_string()])
             }
         };
@@ -288,6 +320,9 @@ impl Phase<'_> {
             None => Command::new(&program),
         };
         cmd.args(argv);
+        if let (Some(plant), true) = (a.plant, spec.is_redlease()) {
+            cmd.env("REDLEASE_PLANT", value_name(plant));
+        }
         let log = std::fs::File::create(self.dir.join(format!("{process}.stderr")))?;
         // A process group of its own: a fault stops or kills the client
         // with everything it started (the Java client's JVM).
@@ -309,16 +344,17 @@ impl Phase<'_> {
 }
 
 /// Sends signal `name` to the process group of `child` (its own: see
-/// [`Phase::spawn`]).
-fn signal_group(name: &str, child: &Child) {
-    let _ = Command::new("kill")
+/// [`Phase::spawn`]); whether it was delivered.
+fn signal_group(name: &str, child: &Child) -> bool {
+    Command::new("kill")
         .args([
             format!("-{name}"),
             "--".to_owned(),
             format!("-{}", child.id()),
         ])
         .stderr(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The command-line spelling of a clap value.
@@ -336,23 +372,47 @@ fn java(args: &RunArgs) -> PathBuf {
 
 fn python(args: &RunArgs) -> PathBuf {
     args.python.clone().unwrap_or_else(|| {
-        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/judge/venv/bin/python");
-        if venv.exists() {
-            venv
-        } else {
-            PathBuf::from("python3")
-        }
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/judge/venv/bin/python")
     })
 }
 
-/// Runs every phase and writes the histories, `report.json`, `report.md`
-/// and `chart.svg` under `--out`.
+/// Refuses a run that could not do what it was asked: a Java or Python
+/// client without its runtime, a plant in a build without plants.
+fn preflight(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let java_kinds = [ClientSpec::JavaRlock, ClientSpec::JavaFenced];
+    if args.clients.iter().any(|c| java_kinds.contains(c)) && !java(args).exists() {
+        return Err(format!(
+            "no Redisson driver at {} for the Java clients: run scripts/redisson, or pass --java",
+            java(args).display()
+        )
+        .into());
+    }
+    if args.clients.contains(&ClientSpec::RedisPy) && !python(args).exists() {
+        return Err(format!(
+            "no Python with redis-py at {} for the redis-py client: run scripts/judge-peers, or pass --python",
+            python(args).display()
+        )
+        .into());
+    }
+    if args.plant.is_some() && !cfg!(redlease_plant) {
+        return Err("--plant needs a build with --cfg redlease_plant: scripts/judge-planted makes one in target/planted".into());
+    }
+    if args.names < 2 {
+        return Err("--names must be at least 2 (a multi-lock takes two)".into());
+    }
+    Ok(())
+}
+
+/// Runs every phase and writes the histories under `--out`; the caller
+/// writes the reports.
 ///
 /// # Errors
 ///
-/// Redis, PostgreSQL or a client could not be started, or a file could
-/// not be written. Violations are in the report, not errors.
+/// Redis, PostgreSQL or a client could not be started, a file could not be
+/// written, or the run was asked for something it cannot do. Violations are
+/// in the report, not errors.
 pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error>> {
+    preflight(args)?;
     let seed = args.seed.unwrap_or_else(|| now_us() % 1_000_000);
     eprintln!("redlease-judge: seed {seed}");
     std::fs::create_dir_all(&args.out)?;
@@ -367,17 +427,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error
         let phase_seed = seed.wrapping_add(i as u64 * 1_000_003);
         let report = run_phase(args, &rt, &mut redis, fault, phase_seed)?;
         eprintln!(
-            "redlease-judge: phase {}: {} ops, {} overlaps ({} unexplained), {} violations",
+            "redlease-judge: phase {}: {} ops, {} acquired, {} overlaps ({} unexplained), {} violations",
             fault.as_str(),
-            report.check.ops,
+            report.check.counts.ops,
+            report.check.counts.acquired,
             report.check.overlaps.len(),
-            report
-                .check
-                .overlaps
-                .iter()
-                .filter(|o| o.cause == check::Cause::Unexplained)
-                .count(),
-            report.violations(args.lease_ms).len()
+            report.check.count(check::Class::UnexplainedOverlap),
+            report.violations().len()
         );
         phases.push(report);
     }
@@ -388,10 +444,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error
         wait_ms: args.wait_ms,
         hold_ms: args.hold_ms,
         names: args.names,
-        plant: args
-            .plant
-            .and_then(|p| p.to_possible_value())
-            .map(|v| v.get_name().to_owned()),
+        plant: args.plant,
         redis_version,
         guard: args.guard,
         phases,
@@ -426,14 +479,11 @@ fn run_phase(
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::create_dir_all(&dir)?;
-    let names: Vec<String> = ["r", "s"]
-        .iter()
-        .flat_map(|layout| (0..args.names).map(move |i| format!("{layout}{i}")))
-        .map(|n| format!("judge:{seed}:{}:{n}", fault.as_str()))
-        .collect();
+    let prefix = format!("judge:{seed}:{}", fault.as_str());
+    let names = Names::new(&prefix, args.names);
     let table_name = format!("judge_{}_{seed}", fault.as_str());
     let table = rt.block_on(Table::connect(&args.db, &table_name, args.guard))?;
-    rt.block_on(table.create(&names))?;
+    rt.block_on(table.create(&names.rows()))?;
     // The partition phase runs each client in a network namespace of its
     // own, Redis listening on the bridge too, the database through a relay.
     let (network, relay) = match fault {
@@ -451,7 +501,8 @@ fn run_phase(
                 .arg("protected-mode")
                 .arg("no")
                 .exec(&mut conn)?;
-            let relay = Relay::start(bridge, db_port(&args.db))?;
+            // On the bridge's second address: a partition cuts the first.
+            let relay = Relay::start(network.address(2), db_port(&args.db))?;
             (Some((network, namespaces)), Some(relay))
         }
         _ => (None, None),
@@ -479,18 +530,21 @@ fn run_phase(
         ),
         _ => (Deployment::Single, Vec::new(), String::new()),
     };
+    // The run's own view of Redis, from its own namespace.
+    let local_url = match (&group, &cluster) {
+        (Some(g), _) => g.url(),
+        (_, Some(c)) => c.url(),
+        _ => redis.url(),
+    };
     let (redis_url, db_url, namespaces) = match (&network, &relay) {
         (Some((network, namespaces)), Some(relay)) => (
             format!("redis://{}:{}", network.address(1), redis.port()),
             db_at(&args.db, relay.address()),
             namespaces.clone(),
         ),
-        _ => match (&group, &cluster) {
-            (Some(g), _) => (g.url(), args.db.clone(), Vec::new()),
-            (_, Some(c)) => (c.url(), args.db.clone(), Vec::new()),
-            _ => (redis.url(), args.db.clone(), Vec::new()),
-        },
+        _ => (local_url.clone(), args.db.clone(), Vec::new()),
     };
+    rt.block_on(set_up(&local_url, &names, seconds))?;
     let start = now_us();
     let phase = Phase {
         args,
@@ -503,103 +557,145 @@ fn run_phase(
         master_name,
         table: table_name,
         names: names.clone(),
+        prefix,
+        start_us: start,
         until_us: start + seconds * 1_000_000,
         seed,
     };
     let mut procs = Vec::new();
     for (index, &spec) in args.clients.iter().enumerate() {
-        // Java's RLock takes its token with a raw command, which this
-        // harness sends to a single server only.
-        if deployment != Deployment::Single && spec == ClientSpec::JavaRlock {
-            continue;
-        }
         procs.push(phase.spawn(spec, index, 1)?);
     }
-    if deployment != Deployment::Single && args.plant.is_some() {
-        return Err("planted bugs run on a single server only".into());
+    // Faults hit a system that runs: every client has begun its loop
+    // first (a JVM takes seconds to start), or 20 s have passed.
+    let up_by = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < up_by && !procs.iter().all(|p| has_started(&p.history)) {
+        std::thread::sleep(Duration::from_millis(50));
     }
     let nemesis_log = dir.join("nemesis.jsonl");
     let nemesis_end = phase.until_us.saturating_sub(args.heal_ms * 1000);
     let mut rng = Rng::new(seed);
     let lease = Duration::from_millis(args.lease_ms);
+    let every_name = {
+        let mut all = names.rows();
+        all.extend(names.of(Workload::Sem, true));
+        all.extend(names.of(Workload::Xsem, true));
+        all.extend(names.latches(seconds));
+        all
+    };
+    // A fault starts only if it can be over by the nemesis's end, so that
+    // the recovery probe runs while the clients still contend.
+    let lasts = match fault {
+        FaultKind::Pause | FaultKind::Partition => 2 * lease,
+        FaultKind::Sentinel => Duration::from_secs(13),
+        FaultKind::Cluster => Duration::from_secs(7),
+        FaultKind::None | FaultKind::Kill | FaultKind::Restart => Duration::from_millis(500),
+    };
     while fault != FaultKind::None && now_us() < nemesis_end {
         let gap = Duration::from_millis(rng.between(300, 1200));
         std::thread::sleep(gap.min(until(nemesis_end)));
-        if now_us() >= nemesis_end {
+        if now_us() + lasts.as_micros() as u64 >= nemesis_end {
             break;
         }
-        let done = match fault {
+        let fault_done = match fault {
             FaultKind::None => None,
             FaultKind::Pause => {
                 let i = pick_holder(&procs, &mut rng);
                 let p = &procs[i];
                 let start = now_us();
-                signal_group("STOP", &p.child);
-                let stopped = lease + lease / 2 + Duration::from_millis(rng.below(500));
-                std::thread::sleep(stopped);
-                signal_group("CONT", &p.child);
+                let stopped = signal_group("STOP", &p.child);
+                let pause = lease + lease / 2 + Duration::from_millis(rng.below(500));
+                std::thread::sleep(pause);
+                let resumed = signal_group("CONT", &p.child);
                 Some(Fault {
                     kind: fault,
                     target: p.process.clone(),
                     start,
                     end: now_us(),
+                    ok: stopped && resumed,
+                    names: Vec::new(),
+                    settled: None,
                 })
             }
             FaultKind::Kill => {
                 let i = pick_holder(&procs, &mut rng);
                 let start = now_us();
                 let p = &mut procs[i];
-                signal_group("KILL", &p.child);
+                let killed = signal_group("KILL", &p.child);
                 let _ = p.child.wait();
-                let fault_done = Fault {
+                let done = Fault {
                     kind: fault,
                     target: p.process.clone(),
                     start,
                     end: now_us(),
+                    ok: killed,
+                    names: Vec::new(),
+                    settled: None,
                 };
                 let (spec, index, incarnation) = (p.spec, p.index, p.incarnation + 1);
                 procs[i] = phase.spawn(spec, index, incarnation)?;
-                Some(fault_done)
+                Some(done)
             }
             FaultKind::Partition => {
                 let i = pick_holder(&procs, &mut rng);
                 let (network, namespaces) = network.as_ref().ok_or("no network")?;
+                let ns = &namespaces[procs[i].index];
                 let start = now_us();
-                network.partition(&namespaces[procs[i].index])?;
-                let cut = lease + lease / 2 + Duration::from_millis(rng.below(500));
-                std::thread::sleep(cut);
-                network.heal(&namespaces[procs[i].index])?;
+                let cut = network.partition(ns);
+                let pause = lease + lease / 2 + Duration::from_millis(rng.below(500));
+                std::thread::sleep(pause);
+                let healed = network.heal(ns);
                 Some(Fault {
                     kind: fault,
                     target: procs[i].process.clone(),
                     start,
                     end: now_us(),
+                    ok: cut.is_ok() && healed.is_ok(),
+                    names: Vec::new(),
+                    settled: None,
                 })
             }
             FaultKind::Sentinel => {
                 let group = group.as_mut().ok_or("no Sentinel group")?;
                 let start = now_us();
-                let master = group.failover_and_reconvert();
+                let master = group.failover();
+                let end = now_us();
+                // The old master goes on taking writes from clients that
+                // have not followed until it is made a replica.
+                group.wait_reconverted(&master);
                 Some(Fault {
                     kind: fault,
                     target: format!("master now {master}"),
                     start,
-                    end: now_us(),
+                    end,
+                    ok: true,
+                    names: Vec::new(),
+                    settled: Some(now_us()),
                 })
             }
             FaultKind::Cluster => {
                 let cluster = cluster.as_mut().ok_or("no cluster")?;
-                let name = &names[rng.below(names.len() as u64) as usize];
+                let locks = names.locks(true);
+                let name = &locks[rng.below(locks.len() as u64) as usize];
                 let master = cluster.master_for_key(name).clone();
+                let on_shard: Vec<String> = every_name
+                    .iter()
+                    .filter(|n| cluster.master_for_key(n.as_str()).port() == master.port())
+                    .cloned()
+                    .collect();
                 let start = now_us();
                 let promoted = cluster.kill_master_and_wait_for_promotion(&master);
+                let end = now_us();
                 // Back as a replica of the promoted one, for the next.
                 cluster.restart_node(&master);
                 Some(Fault {
                     kind: fault,
                     target: format!("master {} for {}", master.address(), promoted.address()),
                     start,
-                    end: now_us(),
+                    end,
+                    ok: true,
+                    names: on_shard,
+                    settled: Some(now_us()),
                 })
             }
             FaultKind::Restart => {
@@ -610,31 +706,60 @@ fn run_phase(
                     target: "redis".to_owned(),
                     start,
                     end: now_us(),
+                    ok: true,
+                    names: Vec::new(),
+                    settled: None,
                 })
             }
         };
-        if let Some(f) = done {
+        if let Some(f) = fault_done {
             nemesis::record(&nemesis_log, &f)?;
         }
     }
-    let nemesis_end = now_us().min(nemesis_end.max(start));
+    // The probe and the recovery count from when the last fault was over
+    // (or, with no faults, from when they would have stopped).
+    std::thread::sleep(until(nemesis_end));
+    let nemesis_end = now_us();
+    if network.is_some() {
+        // Redis stays reachable on the bridge for the clients; the probe
+        // works from the run's own namespace, on loopback.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The clients still run: the probe contends with them.
+    let recovery_ms = rt.block_on(recovery(
+        &local_url,
+        &names,
+        lease,
+        Duration::from_millis(validity::recovery_bound_ms(args.wait_ms)),
+        &dir.join("probe.jsonl"),
+    ));
     // The clients stop at the phase's end, after their current operation.
     let grace = Instant::now()
         + until(phase.until_us)
         + Duration::from_millis(args.wait_ms + 4 * args.hold_ms)
+        + 2 * lease
         + Duration::from_secs(5);
+    let mut exits = Vec::new();
     for p in &mut procs {
+        let mut status = None;
         while Instant::now() < grace {
-            if p.child.try_wait()?.is_some() {
+            if let Some(s) = p.child.try_wait()? {
+                status = Some(s);
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        if p.child.try_wait()?.is_none() {
+        let overran = status.is_none();
+        if overran {
             eprintln!("redlease-judge: {} did not stop; killed", p.process);
             signal_group("KILL", &p.child);
             let _ = p.child.wait();
         }
+        exits.push(Exit {
+            process: p.process.clone(),
+            code: status.and_then(|s| s.code()),
+            overran,
+        });
     }
     let end = now_us();
     if network.is_some() {
@@ -646,29 +771,78 @@ fn run_phase(
             .arg("127.0.0.1")
             .exec(&mut redis.connection())?;
     }
-    // From the run's own namespace: the partition phase's bridge is gone.
-    let probe_url = match (&group, &cluster) {
-        (Some(g), _) => g.url(),
-        (_, Some(c)) => c.url(),
-        _ => redis.url(),
-    };
-    let recovery_ms = rt.block_on(recovery(&probe_url, &names, lease));
     let rows = rt.block_on(table.rows())?;
     rt.block_on(table.drop_table())?;
-    let events = history::read_dir(&dir)?;
+    let permits = rt.block_on(final_permits(&local_url, &names));
     let faults = nemesis::read(&nemesis_log)?;
-    let check = check::check(&events, &faults, &rows);
-    Ok(PhaseReport {
+    let mut kinds: Vec<String> = args.clients.iter().map(|c| c.label().to_owned()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut report = PhaseReport {
         fault,
         seconds,
         faults,
-        recovery_ms,
-        rows,
-        check,
+        outcome: Outcome {
+            kinds,
+            exits,
+            recovery_ms,
+        },
+        finals: Finals { rows, permits },
+        check: Check::default(),
         start,
         end,
         nemesis_end,
-    })
+    };
+    let events = history::read_dir(&dir)?;
+    report.judge(&events, params(args), args.wait_ms);
+    drop((group, cluster));
+    Ok(report)
+}
+
+fn params(args: &RunArgs) -> Params {
+    Params {
+        lease_ms: args.lease_ms,
+        hold_ms: args.hold_ms,
+    }
+}
+
+/// Sets the phase's semaphores and latches, before any client starts.
+async fn set_up(url: &str, names: &Names, seconds: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let client = redlease::Client::connect(url).await?;
+    for name in names.of(Workload::Sem, true) {
+        client.semaphore(name).try_set_available(PERMITS).await?;
+    }
+    for name in names.of(Workload::Xsem, true) {
+        client
+            .expirable_semaphore(name)
+            .try_set_total(PERMITS)
+            .await?;
+    }
+    for name in names.latches(seconds) {
+        client
+            .count_down_latch(name)
+            .try_set_count(LATCH_COUNT)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Each semaphore's available permits, now that every client has stopped
+/// (`-1` when it cannot be read).
+async fn final_permits(url: &str, names: &Names) -> Vec<(String, i64)> {
+    let Ok(client) = redlease::Client::connect(url).await else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for name in names.of(Workload::Sem, true) {
+        let available = client.semaphore(&name).available_permits().await;
+        out.push((name, available.unwrap_or(-1)));
+    }
+    for name in names.of(Workload::Xsem, true) {
+        let available = client.expirable_semaphore(&name).available_permits().await;
+        out.push((name, available.unwrap_or(-1)));
+    }
+    out
 }
 
 /// The port of the database URL `url` (5432 when it names none).
@@ -700,9 +874,10 @@ fn until(us: u64) -> Duration {
 }
 
 /// A client holding a lock now, as its history's last line says; waits up
-/// to a second for one, then takes any.
+/// to two seconds for one, then takes any (the checker tells whether the
+/// fault hit a holder).
 fn pick_holder(procs: &[Proc], rng: &mut Rng) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         let holders: Vec<usize> = (0..procs.len())
             .filter(|&i| last_event(&procs[i].history).is_some_and(|e| holding(&e)))
@@ -717,13 +892,20 @@ fn pick_holder(procs: &[Proc], rng: &mut Rng) -> usize {
     }
 }
 
-/// Whether a process whose last event is `e` holds a lock.
+/// Whether a process whose last event is `e` holds something.
 fn holding(e: &Event) -> bool {
     match e.f {
         Op::Acquire => e.ty == Type::Ok,
-        Op::Write | Op::Unfenced => true,
+        Op::Write | Op::Unfenced | Op::Read => true,
         Op::Release => e.ty == Type::Invoke,
+        Op::CountDown | Op::Await => false,
     }
+}
+
+/// Whether a client has begun its loop: its history has a line (the Java
+/// client's first comes once its JVM is up).
+fn has_started(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
 }
 
 /// The last complete line of a history file.
@@ -738,30 +920,86 @@ fn last_event(path: &Path) -> Option<Event> {
         .find_map(|l| serde_json::from_str(l).ok())
 }
 
-/// Acquires each name with a fresh client and says how long it took, in ms
-/// (`None`: not within three leases).
-async fn recovery(url: &str, names: &[String], lease: Duration) -> Vec<(String, Option<u64>)> {
-    let Ok(client) = redlease::Client::builder(url)
-        .watchdog_timeout(lease)
-        .build()
-        .await
-    else {
-        return names.iter().map(|n| (n.clone(), None)).collect();
-    };
+/// Acquires each plain lock name with a fresh client of each layout while
+/// the clients still contend, logging what it does in `history` (its holds
+/// are judged with theirs), and says how long each took, in ms (`None`:
+/// not within `bound`).
+async fn recovery(
+    url: &str,
+    names: &Names,
+    lease: Duration,
+    bound: Duration,
+    history: &Path,
+) -> Vec<(String, Option<u64>)> {
     let mut out = Vec::new();
-    for name in names {
-        let started = Instant::now();
-        let took = match client.lock(name).try_lock_for(lease * 3).await {
-            Ok(guard) => {
-                let took = started.elapsed().as_millis() as u64;
-                let _ = guard.unlock().await;
-                Some(took)
-            }
-            Err(_) => None,
-        };
-        out.push((name.clone(), took));
+    let Ok(mut log) = Log::open(history, "probe-0.1", PROBE) else {
+        return out;
+    };
+    for layout in [
+        redlease::layout::Layout::Redisson,
+        redlease::layout::Layout::String,
+    ] {
+        let redisson = layout == redlease::layout::Layout::Redisson;
+        let client = redlease::Client::builder(url)
+            .layout(layout)
+            .watchdog_timeout(lease)
+            .build()
+            .await;
+        for name in names.locks(redisson) {
+            let took = match &client {
+                Ok(client) => probe(client, &name, bound, &mut log).await,
+                Err(_) => None,
+            };
+            out.push((name, took));
+        }
     }
     out
+}
+
+/// One probe of `name`: acquire within `bound`, release; how long the
+/// acquire took, in ms.
+async fn probe(
+    client: &redlease::Client,
+    name: &str,
+    bound: Duration,
+    log: &mut Log,
+) -> Option<u64> {
+    let w = Workload::Lock;
+    let _ = log.write(&log.event(w, Op::Acquire, Type::Invoke, name));
+    let started = Instant::now();
+    match client.lock(name).try_lock_for(bound).await {
+        Ok(guard) => {
+            let took = started.elapsed().as_millis() as u64;
+            let mut ok = log.event(w, Op::Acquire, Type::Ok, name);
+            ok.token = guard.fencing_token();
+            let _ = log.write(&ok);
+            let mut release = log.event(w, Op::Release, Type::Invoke, name);
+            release.lost = Some(guard.is_lost());
+            let _ = log.write(&release);
+            let done = match guard.unlock().await {
+                Ok(()) => log.event(w, Op::Release, Type::Ok, name),
+                Err(e) => {
+                    let ty = if e.is_not_owner() {
+                        Type::Fail
+                    } else {
+                        Type::Info
+                    };
+                    let mut event = log.event(w, Op::Release, ty, name);
+                    event.err = Some(e.to_string());
+                    event
+                }
+            };
+            let _ = log.write(&done);
+            Some(took)
+        }
+        Err(e) => {
+            let ty = if e.is_busy() { Type::Fail } else { Type::Info };
+            let mut event = log.event(w, Op::Acquire, ty, name);
+            event.err = Some(e.to_string());
+            let _ = log.write(&event);
+            None
+        }
+    }
 }
 
 #[cfg(test)]

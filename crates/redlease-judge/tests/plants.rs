@@ -1,0 +1,129 @@
+//! Bugs planted in redlease itself (#36) make the judge fail, in every
+//! phase where docs/JUDGE.md's plant table says they show, with the seed
+//! fixed, on redlease's own clients: each test asserts a violation line of
+//! the class the bug breaks, in each of those phases.
+//!
+//! The planted judge is a build with `--cfg redlease_plant`
+//! (crates/redlease/src/plant.rs), which `scripts/judge-planted` makes in
+//! target/planted (scripts/test runs it first).
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::judge;
+
+/// The planted build of the judge.
+fn planted() -> String {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/planted/debug/redlease-judge");
+    assert!(
+        path.exists(),
+        "no planted judge at {}: run scripts/judge-planted (scripts/test does)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// redlease's own clients, all four.
+const REDLEASE: &str = "async-redisson,async-string,blocking-redisson,blocking-string";
+
+/// Runs `plant` for `seconds` per phase (20 per failover phase) over the
+/// phases of `expect`, and checks in the run's report.json that each phase
+/// has a violation of its class: a line that begins with its words.
+fn caught(plant: &str, seconds: u32, expect: &[(&str, &str)]) {
+    let phases: Vec<&str> = expect.iter().map(|(phase, _)| *phase).collect();
+    let dir = format!("planted-{plant}");
+    let (code, report) = judge(
+        &planted(),
+        &dir,
+        &[
+            "--seed",
+            "36",
+            "--seconds",
+            &seconds.to_string(),
+            "--failover-seconds",
+            "20",
+            "--clients",
+            REDLEASE,
+            "--phases",
+            &phases.join(","),
+            "--plant",
+            plant,
+        ],
+    );
+    assert_eq!(code, 1, "the judge missed {plant}:\n{report}");
+    let json = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(&dir)
+            .join("report.json"),
+    )
+    .expect("the run wrote report.json");
+    let run: serde_json::Value = serde_json::from_str(&json).expect("report.json is JSON");
+    for (phase, words) in expect {
+        let lines: Vec<String> = run["phases"]
+            .as_array()
+            .expect("phases")
+            .iter()
+            .filter(|p| p["fault"] == *phase)
+            .flat_map(|p| {
+                p["check"]["violations"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|v| v["line"].as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.starts_with(words)),
+            "{plant}: no `{words}` line in the {phase} phase:\n{report}"
+        );
+    }
+}
+
+#[test]
+fn a_release_without_the_owner_check_is_caught() {
+    caught(
+        "release-without-owner-check",
+        20,
+        &[
+            ("pause", "release of a lost lock succeeded"),
+            ("restart", "release of a lost lock succeeded"),
+        ],
+    );
+}
+
+#[test]
+fn a_renewal_without_the_owner_check_is_caught() {
+    caught(
+        "renew-without-owner-check",
+        12,
+        &[("restart", "holder not told of its loss")],
+    );
+}
+
+#[test]
+fn a_fencing_counter_that_begins_again_at_one_is_caught() {
+    caught(
+        "fence-not-seeded",
+        12,
+        &[("restart", "tokens against the hold order")],
+    );
+}
+
+#[test]
+fn an_acquire_that_takes_a_held_name_is_caught() {
+    caught(
+        "acquire-takes-held",
+        12,
+        &[
+            ("none", "unexplained overlap"),
+            ("pause", "unexplained overlap"),
+            ("kill", "unexplained overlap"),
+            ("restart", "unexplained overlap"),
+            ("partition", "unexplained overlap"),
+            ("sentinel", "unexplained overlap"),
+            ("cluster", "unexplained overlap"),
+        ],
+    );
+}
