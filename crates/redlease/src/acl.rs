@@ -19,8 +19,8 @@
 //! waiter channels `redisson_lock__channel:{...}:<owner>`; for the rest of
 //! Redisson's family, `redisson_rwlock:{...}` and the read holds' timeout
 //! keys `{orders:1}:<owner>:rwlock_timeout:<i>` (read-write locks),
-//! `redisson_sc:{...}` and redlease's own `redlease_semaphore_request:{...}:<id>`
-//! (semaphores) and `{orders:1}:timeout` (expirable
+//! `redisson_sc:{...}` (semaphores), redlease's own `redlease_request:{...}:<id>`
+//! (semaphores and latches) and `{orders:1}:timeout` (expirable
 //! semaphores), and `redisson_countdownlatch__channel__{...}` (latches,
 //! braced whatever the name). A name that
 //! carries its own `{tag}` derives `prefix:name` without added braces. The
@@ -44,8 +44,8 @@ use std::fmt;
 
 use crate::error::Error;
 use crate::layout::{
-    CHANNEL_PREFIX, LATCH_CHANNEL_PREFIX, QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX,
-    SEMAPHORE_CHANNEL_PREFIX, SEMAPHORE_REQUEST_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
+    CHANNEL_PREFIX, LATCH_CHANNEL_PREFIX, QUEUE_PREFIX, REQUEST_PREFIX, RWLOCK_CHANNEL_PREFIX,
+    SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
 };
 
 /// What the user may do.
@@ -231,12 +231,7 @@ pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Resu
         RWLOCK_CHANNEL_PREFIX,
         SEMAPHORE_CHANNEL_PREFIX,
     ];
-    let derived = [
-        TOKEN_PREFIX,
-        QUEUE_PREFIX,
-        TIMEOUT_PREFIX,
-        SEMAPHORE_REQUEST_PREFIX,
-    ];
+    let derived = [TOKEN_PREFIX, QUEUE_PREFIX, TIMEOUT_PREFIX, REQUEST_PREFIX];
     let mut keys = Vec::new();
     let mut chans = Vec::new();
     for prefix in prefixes {

@@ -1,6 +1,7 @@
 //! What the semaphore and the count-down latch share: a count in a string
-//! key, a name whose channel must share the key's cluster slot, and
-//! scripts run to completion whatever happens to the caller.
+//! key, a name whose channel must share the key's cluster slot, scripts
+//! run to completion whatever happens to the caller, and the changes of a
+//! count sent again, under one request id, until they are answered (#37).
 
 use std::fmt;
 use std::time::Duration;
@@ -85,6 +86,31 @@ impl Counter {
             Ok(reply) => Ok(reply),
             Err(e) => Err(self.error(conn, e).await),
         }
+    }
+
+    /// Runs `request`'s call to completion whatever happens to the caller,
+    /// sending it again after a time-out or a lost connection for up to
+    /// [`RETRY_FOR`]: for the changes of a count whose scripts record their
+    /// answer under the request's id ([`Counter::request`]), so that an
+    /// attempt whose reply was lost is applied once, and answered.
+    pub(crate) async fn run_retried<T>(
+        &self,
+        conn: &Connection,
+        call: ScriptCall,
+    ) -> Result<T, Error>
+    where
+        T: FromRedisValue + Send + 'static,
+    {
+        match run_retried(conn, call).await {
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(self.error(conn, e).await),
+        }
+    }
+
+    /// A new request id, for a change of the count sent until answered:
+    /// the client's id and a number of its own, as owner fields are made.
+    pub(crate) fn request(&self) -> std::sync::Arc<str> {
+        self.handle.client.new_owner_field()
     }
 
     /// The count as stored: 0 when the key is missing.
@@ -288,6 +314,46 @@ where
     let task = tokio::spawn(async move { call.run::<T>(&conn).await });
     match task.await {
         Ok(reply) => reply.map_err(Error::from),
+        Err(_) => Err(runtime_stopped()),
+    }
+}
+
+/// How long a change of a count is sent again after a time-out or a lost
+/// connection ([`run_retried`]): long enough to ride out a failover (a
+/// Sentinel's takes a few seconds, a Cluster's about as long) or a stalled
+/// server, short enough that a caller whose Redis is gone hears so. After
+/// it the caller gets the last error, and an attempt still on its way may
+/// yet be applied, once.
+pub(crate) const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// How long a request's record ([`layout::request_key`]) lasts: four times
+/// [`RETRY_FOR`], so that every attempt of a request, even one a stalled
+/// server runs late, finds the first attempt's record, and so that a
+/// semaphore waiter, which attempts at least every 30 s, finds what a lost
+/// attempt took.
+pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
+
+/// [`REQUEST_TTL`] in ms, for the scripts.
+pub(crate) const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
+
+/// [`run_to_completion`], sending `call` again after a time-out or a lost
+/// connection for up to [`RETRY_FOR`] (the steps of
+/// [`backoff::retry_transient`](crate::backoff::retry_transient)). Only
+/// for calls whose scripts record their answer under a request id: a
+/// repeat then changes nothing and answers as the first attempt did.
+pub(crate) async fn run_retried<T>(conn: &Connection, call: ScriptCall) -> Result<T, Error>
+where
+    T: FromRedisValue + Send + 'static,
+{
+    let conn = conn.clone();
+    let task = tokio::spawn(async move {
+        crate::backoff::retry_transient(RETRY_FOR, || async {
+            call.run::<T>(&conn).await.map_err(Error::from)
+        })
+        .await
+    });
+    match task.await {
+        Ok(reply) => reply,
         Err(_) => Err(runtime_stopped()),
     }
 }

@@ -154,16 +154,23 @@ impl CountDownLatch {
     /// published, which wakes every waiter. Counting down an open latch
     /// does nothing (and publishes nothing), as in Redisson.
     ///
+    /// A count-down whose reply does not come (a time-out, a lost
+    /// connection, a failover) is sent again, for up to 30 s, under the
+    /// same request id, which the script records with its answer for two
+    /// minutes (`redlease_request:{name}:<id>`): however many times it
+    /// reaches Redis, it counts once (#37).
+    ///
     /// # Errors
     ///
     /// As [`try_set_count`](CountDownLatch::try_set_count), save for the
-    /// count's bounds.
+    /// count's bounds; a transient error only once Redis has not answered
+    /// for 30 s, and the count-down may then still arrive, once.
     ///
     /// # Cancel safety
     ///
-    /// Once polled, the count-down runs to completion even if the future
-    /// is dropped, so it counts exactly once; a future dropped before its
-    /// first poll sends nothing.
+    /// Once polled, the count-down runs to completion, sent again until
+    /// answered, even if the future is dropped, so it counts exactly once;
+    /// a future dropped before its first poll sends nothing.
     ///
     /// # Examples
     ///
@@ -184,12 +191,18 @@ impl CountDownLatch {
     /// ```
     pub async fn count_down(&self) -> Result<(), Error> {
         let conn = self.counter.conn()?;
-        let call = scripts::count_down(&self.counter.handle.name, conn.publish());
+        let request = self.counter.request();
+        let call = scripts::count_down(
+            &self.counter.handle.name,
+            &request,
+            count::REQUEST_TTL_MS,
+            conn.publish(),
+        );
         let span =
             tracing::debug_span!("latch", op = "count_down", key = %self.counter.handle.name);
         match self
             .counter
-            .run::<Left>(conn, call)
+            .run_retried::<Left>(conn, call)
             .instrument(span)
             .await?
         {

@@ -89,9 +89,13 @@ pub const SEMAPHORE_CHANNEL_PREFIX: &str = "redisson_sc";
 /// The prefix of a Redisson count-down latch's channel ([`latch_channel`]):
 /// followed by the name in braces, with no `:` in between.
 pub const LATCH_CHANNEL_PREFIX: &str = "redisson_countdownlatch__channel__";
-/// The prefix of the keys that record what a semaphore acquire request
-/// took, for a while (`semaphore_request_key`): redlease's own, #36.
-pub const SEMAPHORE_REQUEST_PREFIX: &str = "redlease_semaphore_request";
+/// The prefix of the keys that record, for a while, what a request that
+/// changes a count did (`request_key`): a semaphore acquire (#36), a
+/// semaphore release or change, a latch's count-down (#37), so that a
+/// request sent again after a lost reply is neither applied twice nor
+/// lost. redlease's own: Redisson's `RSemaphore` and `RCountDownLatch`
+/// keep nothing of the kind.
+pub const REQUEST_PREFIX: &str = "redlease_request";
 /// The prefix of Redisson's unlock latches, short-lived keys its release
 /// writes so that a retried unlock returns its first answer.
 pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
@@ -301,13 +305,13 @@ pub fn semaphore_channel(name: &str) -> String {
     prefixed(SEMAPHORE_CHANNEL_PREFIX, name)
 }
 
-/// The key that records, for a while, that acquire request `request` took
-/// permits of semaphore `name` (or that the request was withdrawn), so
-/// that an attempt whose reply was lost is neither taken twice nor lost:
-/// `redlease_semaphore_request:{name}:<request>`, in the semaphore's slot.
-/// redlease's own: Redisson's `RSemaphore` keeps nothing of the kind.
-pub(crate) fn semaphore_request_key(name: &str, request: &str) -> String {
-    let mut key = prefixed(SEMAPHORE_REQUEST_PREFIX, name);
+/// The key that records, for a while, what request `request` did to the
+/// count in key `name` (a semaphore's or a latch's): the permits an
+/// acquire took (or that it was withdrawn), the answer of a release or a
+/// count-down, so that an attempt whose reply was lost is neither applied
+/// twice nor lost: `redlease_request:{name}:<request>`, in `name`'s slot.
+pub(crate) fn request_key(name: &str, request: &str) -> String {
+    let mut key = prefixed(REQUEST_PREFIX, name);
     key.push(':');
     key.push_str(request);
     key
@@ -465,7 +469,7 @@ pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
 /// Whether `key` is one of Redisson's short-lived keys beside a lock, which
 /// are no lock of their own: an unlock latch, or a read-write lock's
 /// per-hold timeout (`{name}:<owner>:rwlock_timeout:<n>`); or redlease's
-/// own record of a semaphore acquire request (#36).
+/// own record of a request that changed a count (#36, #37).
 ///
 /// # Examples
 ///
@@ -474,19 +478,16 @@ pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
 ///
 /// assert!(is_redisson_aux("redisson_unlock_latch:{orders:1}:5f1e"));
 /// assert!(is_redisson_aux("{catalog:prices}:2b1c7f9e:3:rwlock_timeout:1"));
-/// assert!(is_redisson_aux("redlease_semaphore_request:{jobs}:2b1c7f9e:4"));
+/// assert!(is_redisson_aux("redlease_request:{jobs}:2b1c7f9e:4"));
 /// assert!(!is_redisson_aux("orders:1"));
 /// ```
 pub fn is_redisson_aux(key: &str) -> bool {
-    [UNLOCK_LATCH_PREFIX, SEMAPHORE_REQUEST_PREFIX]
-        .iter()
-        .any(|prefix| {
-            key.strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with(':'))
-        })
-        || key
-            .rsplit_once(":rwlock_timeout:")
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    [UNLOCK_LATCH_PREFIX, REQUEST_PREFIX].iter().any(|prefix| {
+        key.strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(':'))
+    }) || key
+        .rsplit_once(":rwlock_timeout:")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::semaphore::COUNT;
+use super::semaphore::{ANSWERED, COUNT};
 use super::{Lua, ScriptCall};
 use crate::connection::Publish;
 use crate::layout;
@@ -25,8 +25,12 @@ pub(crate) const ZERO_COUNT_MESSAGE: i64 = 0;
 pub(crate) const NEW_COUNT_MESSAGE: i64 = 1;
 
 pub(super) static COUNT_DOWN: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("latch_count_down", &[COUNT, COUNT_DOWN_SRC]));
+    LazyLock::new(|| Lua::new("latch_count_down", &[COUNT, ANSWERED, COUNT_DOWN_SRC]));
 const COUNT_DOWN_SRC: &str = r"
+local before = answered(KEYS[3])
+if before ~= nil then
+    return before
+end
 if count(KEYS[1]) == nil then
     return nil
 end
@@ -37,26 +41,44 @@ end
 if left == 0 then
     redis.call(ARGV[2], KEYS[2], ARGV[1])
 end
+redis.call('set', KEYS[3], left, 'px', ARGV[3])
 return left
 ";
 
-/// Counts latch `name` down by one.
+/// Counts latch `name` down by one, once for request `request` whatever
+/// number of times it is sent (#37).
 ///
 /// * KEYS\[1\]: the latch key; KEYS\[2\]: its channel,
-///   [`layout::latch_channel`].
+///   [`layout::latch_channel`]; KEYS\[3\]: the request's key,
+///   [`layout::request_key`].
 /// * ARGV\[1\]: the opening message (`0`); ARGV\[2\]: `publish` or
-///   `spublish`.
-/// * Returns the count left after `DECR`: at 0 the key is deleted and the
-///   opening message published; below 0 (the key was missing or at 0
-///   already) the key is deleted and nothing is published. Nil, with
+///   `spublish`; ARGV\[3\]: how long the request's key lasts, in ms.
+/// * Returns the count left after `DECR`, which it records under the
+///   request's key: at 0 the key is deleted and the opening message
+///   published; below 0 (the key was missing or at 0 already) the key is
+///   deleted and nothing is published. When the request's key holds an
+///   earlier attempt's answer, that answer, with nothing written. Nil, with
 ///   nothing written, when the key holds a string that is not an integer.
 /// * Raises `WRONGTYPE` when the key is not a string.
 ///
-/// Redisson's `countDown`.
-pub(crate) fn count_down(name: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&COUNT_DOWN, (name, layout::latch_channel(name)))
+/// Redisson's `countDown`, with the request's record, which Redisson's
+/// lacks: a count-down whose reply was lost is sent again, and must not
+/// count twice.
+pub(crate) fn count_down(
+    name: &str,
+    request: &str,
+    request_ttl_ms: u64,
+    publish: Publish,
+) -> ScriptCall {
+    let keys = (
+        name,
+        layout::latch_channel(name),
+        layout::request_key(name, request),
+    );
+    ScriptCall::new(&COUNT_DOWN, keys)
         .arg(ZERO_COUNT_MESSAGE)
         .arg(publish.command())
+        .arg(request_ttl_ms)
 }
 
 /// Arms latch `name` with `count`, only if it is open (the key is
@@ -121,13 +143,17 @@ mod tests {
     use crate::scripts::tests::packed;
 
     #[test]
-    fn count_down_packs_key_channel_zero_and_publish() {
-        let (keys, args) = packed(&count_down("shards", Publish::Plain));
+    fn count_down_packs_key_channel_request_zero_publish_and_ttl() {
+        let (keys, args) = packed(&count_down("shards", "u:7", 9, Publish::Plain));
         assert_eq!(
             keys,
-            ["shards", "redisson_countdownlatch__channel__{shards}"]
+            [
+                "shards",
+                "redisson_countdownlatch__channel__{shards}",
+                "redlease_request:{shards}:u:7"
+            ]
         );
-        assert_eq!(args, ["0", "publish"]);
+        assert_eq!(args, ["0", "publish", "9"]);
         assert_eq!(Left::from_redis_value(Value::Int(-1)), Ok(Left(Some(-1))));
         assert_eq!(Left::from_redis_value(Value::Nil), Ok(Left(None)));
     }

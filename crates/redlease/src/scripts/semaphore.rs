@@ -68,7 +68,7 @@ return {0, available}
 /// is sent (#36).
 ///
 /// * KEYS\[1\]: the semaphore key; KEYS\[2\]: the request's key,
-///   [`layout::semaphore_request_key`].
+///   [`layout::request_key`].
 /// * ARGV\[1\]: the number of permits, at least 1; ARGV\[2\]: how long the
 ///   request's key lasts, in ms.
 /// * Returns `{1, left}` when taken (the count went down by `permits`, the
@@ -86,7 +86,7 @@ return {0, available}
 /// lacks: an attempt whose reply was lost may have taken permits, and the
 /// next attempt of the same request, or its withdrawal, finds them.
 pub(crate) fn acquire(name: &str, permits: u64, request: &str, request_ttl_ms: u64) -> ScriptCall {
-    let keys = (name, layout::semaphore_request_key(name, request));
+    let keys = (name, layout::request_key(name, request));
     ScriptCall::new(&ACQUIRE, keys)
         .arg(permits)
         .arg(request_ttl_ms)
@@ -128,7 +128,7 @@ pub(crate) fn withdraw(
 ) -> ScriptCall {
     let keys = (
         name,
-        layout::semaphore_request_key(name, request),
+        layout::request_key(name, request),
         layout::semaphore_channel(name),
     );
     ScriptCall::new(&WITHDRAW, keys)
@@ -158,9 +158,27 @@ impl FromRedisValue for Taken {
     }
 }
 
+/// Shared by the scripts of requests that may be sent again after a lost
+/// reply (#37): `answered(key)` is the answer an earlier attempt of the
+/// request recorded under its key, [`layout::request_key`], or nil when no
+/// attempt ran (or its record has expired).
+pub(super) const ANSWERED: &str = r"
+local function answered(key)
+    local before = redis.call('get', key)
+    if before == false then
+        return nil
+    end
+    return tonumber(before)
+end
+";
+
 pub(super) static RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("semaphore_release", &[COUNT, RELEASE_SRC]));
+    LazyLock::new(|| Lua::new("semaphore_release", &[COUNT, ANSWERED, RELEASE_SRC]));
 const RELEASE_SRC: &str = r"
+local before = answered(KEYS[3])
+if before ~= nil then
+    return before
+end
 if count(KEYS[1]) == nil then
     return nil
 end
@@ -168,45 +186,78 @@ local available = redis.call('incrby', KEYS[1], ARGV[1])
 if available > 0 then
     redis.call(ARGV[2], KEYS[2], available)
 end
+redis.call('set', KEYS[3], available, 'px', ARGV[3])
 return available
 ";
 
 /// Gives `permits` permits back to semaphore `name` (any number of them:
 /// nothing records who took what), or takes them away when `permits` is
-/// negative ([`add_permits`]).
+/// negative ([`add_permits`]), once for request `request` whatever number
+/// of times it is sent (#37).
 ///
 /// * KEYS\[1\]: the semaphore key; KEYS\[2\]: its channel,
-///   [`layout::semaphore_channel`].
+///   [`layout::semaphore_channel`]; KEYS\[3\]: the request's key,
+///   [`layout::request_key`].
 /// * ARGV\[1\]: the number of permits to add (negative to remove);
-///   ARGV\[2\]: `publish` or `spublish`.
+///   ARGV\[2\]: `publish` or `spublish`; ARGV\[3\]: how long the
+///   request's key lasts, in ms.
 /// * Returns the new available count, which it also publishes on the
 ///   channel when it is above zero (a missing key counts as 0, so the key
-///   is then created with `permits`); nil, with nothing written, when the
-///   key holds a string that is not an integer ([`Counted`]). A count at or
-///   below zero frees no waiter, and Redisson's handler throws on a
-///   negative one (`Semaphore.release(-n)`, uncaught on its executor), so
-///   it is never announced, where Redisson's `addPermits` announces it.
+///   is then created with `permits`), and records under the request's key;
+///   when the request's key holds an earlier attempt's answer, that answer,
+///   with nothing written; nil, with nothing written, when the key holds a
+///   string that is not an integer ([`Counted`]). A count at or below zero
+///   frees no waiter, and Redisson's handler throws on a negative one
+///   (`Semaphore.release(-n)`, uncaught on its executor), so it is never
+///   announced, where Redisson's `addPermits` announces it.
 /// * Raises `WRONGTYPE` when the key is not a string.
 ///
-/// Redisson's `release` (`INCRBY`, then publish the result).
-pub(crate) fn release(name: &str, permits: u64, publish: Publish) -> ScriptCall {
-    change(name, permits, publish)
+/// Redisson's `release` (`INCRBY`, then publish the result), with the
+/// request's record, which Redisson's lacks: a release whose reply was
+/// lost is sent again, and must not give back twice.
+pub(crate) fn release(
+    name: &str,
+    permits: u64,
+    request: &str,
+    request_ttl_ms: u64,
+    publish: Publish,
+) -> ScriptCall {
+    change(name, permits, request, request_ttl_ms, publish)
 }
 
 /// Adds `delta` permits to semaphore `name` (negative: removes them, and
-/// the count may go below zero): the script and reply of [`release`].
+/// the count may go below zero), once for request `request`: the script
+/// and reply of [`release`].
 ///
 /// Redisson's `addPermits` reads the count, sets it to count + delta and
 /// publishes the result; `INCRBY` has the same effect in one command, and
 /// is exact where Lua's numbers are not (above 2^53).
-pub(crate) fn add_permits(name: &str, delta: i64, publish: Publish) -> ScriptCall {
-    change(name, delta, publish)
+pub(crate) fn add_permits(
+    name: &str,
+    delta: i64,
+    request: &str,
+    request_ttl_ms: u64,
+    publish: Publish,
+) -> ScriptCall {
+    change(name, delta, request, request_ttl_ms, publish)
 }
 
-fn change(name: &str, delta: impl redis::ToRedisArgs, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE, (name, layout::semaphore_channel(name)))
+fn change(
+    name: &str,
+    delta: impl redis::ToRedisArgs,
+    request: &str,
+    request_ttl_ms: u64,
+    publish: Publish,
+) -> ScriptCall {
+    let keys = (
+        name,
+        layout::semaphore_channel(name),
+        layout::request_key(name, request),
+    );
+    ScriptCall::new(&RELEASE, keys)
         .arg(delta)
         .arg(publish.command())
+        .arg(request_ttl_ms)
 }
 
 /// The new count after a change, or `None` when the key held a string that
@@ -334,14 +385,14 @@ mod tests {
     #[test]
     fn acquire_packs_key_request_permits_and_ttl() {
         let (keys, args) = packed(&acquire("jobs", 2, "u:7", 120_000));
-        assert_eq!(keys, ["jobs", "redlease_semaphore_request:{jobs}:u:7"]);
+        assert_eq!(keys, ["jobs", "redlease_request:{jobs}:u:7"]);
         assert_eq!(args, ["2", "120000"]);
         let (keys, args) = packed(&withdraw("{t}:jobs", "u:7", 120_000, Publish::Sharded));
         assert_eq!(
             keys,
             [
                 "{t}:jobs",
-                "redlease_semaphore_request:{t}:jobs:u:7",
+                "redlease_request:{t}:jobs:u:7",
                 "redisson_sc:{t}:jobs"
             ]
         );
@@ -362,13 +413,23 @@ mod tests {
     }
 
     #[test]
-    fn release_and_add_pack_key_channel_delta_and_publish() {
-        let (keys, args) = packed(&release("jobs", 3, Publish::Plain));
-        assert_eq!(keys, ["jobs", "redisson_sc:{jobs}"]);
-        assert_eq!(args, ["3", "publish"]);
-        let (keys, args) = packed(&add_permits("{t}:jobs", -4, Publish::Sharded));
-        assert_eq!(keys, ["{t}:jobs", "redisson_sc:{t}:jobs"]);
-        assert_eq!(args, ["-4", "spublish"]);
+    fn release_and_add_pack_key_channel_request_delta_publish_and_ttl() {
+        let (keys, args) = packed(&release("jobs", 3, "u:7", 9, Publish::Plain));
+        assert_eq!(
+            keys,
+            ["jobs", "redisson_sc:{jobs}", "redlease_request:{jobs}:u:7"]
+        );
+        assert_eq!(args, ["3", "publish", "9"]);
+        let (keys, args) = packed(&add_permits("{t}:jobs", -4, "u:8", 9, Publish::Sharded));
+        assert_eq!(
+            keys,
+            [
+                "{t}:jobs",
+                "redisson_sc:{t}:jobs",
+                "redlease_request:{t}:jobs:u:8"
+            ]
+        );
+        assert_eq!(args, ["-4", "spublish", "9"]);
         assert_eq!(
             Counted::from_redis_value(Value::Int(-1)),
             Ok(Counted(Some(-1)))

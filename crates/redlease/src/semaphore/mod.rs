@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::connection::Connection;
 use crate::count;
-use crate::count::Counter;
+use crate::count::{Counter, REQUEST_TTL, REQUEST_TTL_MS};
 use crate::error::Error;
 use crate::front::{self, Begin, Patience};
 use crate::layout;
@@ -187,7 +187,10 @@ impl Semaphore {
         let permits = count::check_permits_u64("permits", permits, 0)?;
         let conn = self.counter.conn()?;
         let call = scripts::set_permits(&self.counter.handle.name, permits, conn.publish());
-        self.changed(conn, call)
+        // Sent once: a `SET` sent again after other clients' changes would
+        // undo them.
+        let reply = self.counter.run(conn, call);
+        self.changed(reply)
             .instrument(self.span("set_available", permits))
             .await
     }
@@ -196,17 +199,19 @@ impl Semaphore {
     /// negative, and publishes the new count. A missing key counts as 0, and
     /// the count may go below zero, as in Redisson's `addPermits`: acquires
     /// then wait until releases bring it above the number they ask for.
+    /// Sent again until answered, and applied once, as
+    /// [`release`](Semaphore::release) is.
     ///
     /// # Errors
     ///
     /// [`is_invalid_argument`](Error::is_invalid_argument) when `delta` is
     /// beyond ±[`MAX_PERMITS`](crate::MAX_PERMITS); otherwise as
-    /// [`try_set_available`](Semaphore::try_set_available).
+    /// [`release`](Semaphore::release).
     ///
     /// # Cancel safety
     ///
-    /// As [`try_set_available`](Semaphore::try_set_available): once polled, the
-    /// permits are added exactly once even if the future is dropped.
+    /// As [`release`](Semaphore::release): once polled, the permits are
+    /// added exactly once even if the future is dropped.
     ///
     /// # Examples
     ///
@@ -226,9 +231,17 @@ impl Semaphore {
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
         count::check_permits("the change of permits", delta, -(crate::MAX_PERMITS as i64))?;
         let conn = self.counter.conn()?;
-        let call = scripts::add_permits(&self.counter.handle.name, delta, conn.publish());
+        let request = self.counter.request();
+        let call = scripts::add_permits(
+            &self.counter.handle.name,
+            delta,
+            &request,
+            REQUEST_TTL_MS,
+            conn.publish(),
+        );
         let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.counter.handle.name, delta);
-        self.changed(conn, call).instrument(span).await
+        let reply = self.counter.run_retried(conn, call);
+        self.changed(reply).instrument(span).await
     }
 
     /// The number of permits available now (a missing key is 0). Negative
@@ -419,17 +432,26 @@ impl Semaphore {
     /// service); permits this process holds are given back by their
     /// [`SemaphorePermit`].
     ///
+    /// A release whose reply does not come (a time-out, a lost connection,
+    /// a failover) is sent again, for up to 30 s, under the same request
+    /// id, which the script records with its answer for two minutes
+    /// (`redlease_request:{name}:<id>`): however many times it reaches
+    /// Redis, it gives the permits back once (#37).
+    ///
     /// # Errors
     ///
     /// As [`try_acquire`](Semaphore::try_acquire); the count is unchanged
-    /// when an error comes from Redis itself.
+    /// when an error comes from Redis itself. A transient error only once
+    /// Redis has not answered for 30 s, and the release may then still
+    /// arrive, once.
     ///
     /// # Cancel safety
     ///
-    /// Once polled, the release runs to completion even if the future is
-    /// dropped, so a release cancelled on its way (by a time-out around the
-    /// caller, say) still gives the permits back. A future dropped before
-    /// its first poll sends nothing.
+    /// Once polled, the release runs to completion, sent again until
+    /// answered, even if the future is dropped, so a release cancelled on
+    /// its way (by a time-out around the caller, say) still gives the
+    /// permits back, once. A future dropped before its first poll sends
+    /// nothing.
     ///
     /// # Examples
     ///
@@ -451,8 +473,16 @@ impl Semaphore {
     pub async fn release(&self, permits: u64) -> Result<(), Error> {
         let permits = count::check_permits_u64("permits", permits, 1)?;
         let conn = self.counter.conn()?;
-        let call = scripts::release(&self.counter.handle.name, permits, conn.publish());
-        self.changed(conn, call)
+        let request = self.counter.request();
+        let call = scripts::release(
+            &self.counter.handle.name,
+            permits,
+            &request,
+            REQUEST_TTL_MS,
+            conn.publish(),
+        );
+        let reply = self.counter.run_retried(conn, call);
+        self.changed(reply)
             .instrument(self.span("release", permits))
             .await
     }
@@ -492,13 +522,13 @@ impl Semaphore {
         }
     }
 
-    /// Runs a script that changes the count and answers the new one.
+    /// Waits for the `reply` of a script that changes the count and answers
+    /// the new one.
     async fn changed(
         &self,
-        conn: &Connection,
-        call: crate::scripts::ScriptCall,
+        reply: impl std::future::Future<Output = Result<Counted, Error>>,
     ) -> Result<(), Error> {
-        match self.counter.run::<Counted>(conn, call).await? {
+        match reply.await? {
             Counted(Some(available)) => {
                 tracing::debug!(key = %self.counter.handle.name, available, "semaphore count changed");
                 Ok(())
@@ -542,15 +572,6 @@ impl front::Primitive for Request {
         }))
     }
 }
-
-/// How long a semaphore acquire request's record lasts
-/// ([`scripts::acquire`]): longer than a waiter goes between attempts
-/// ([`REFRESH`]) and than a withdrawal is retried, so that an attempt whose
-/// reply was lost is found by the next one or withdrawn.
-pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
-
-/// [`REQUEST_TTL`] in ms, for the scripts.
-const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
 
 /// How often a waiting acquire attempts again even when no release wakes
 /// it: a lost reply's permits, taken late, are then found within this.
@@ -655,6 +676,8 @@ struct GiveBack {
     conn: Connection,
     name: Arc<str>,
     permits: u64,
+    /// The release's request id, the same for each time it is sent.
+    request: Arc<str>,
 }
 
 impl GiveBack {
@@ -663,11 +686,13 @@ impl GiveBack {
             conn: semaphore.counter.handle.client.conn().clone(),
             name: semaphore.counter.handle.name.clone(),
             permits,
+            request: semaphore.counter.request(),
         }
     }
 
-    /// Releases the permits in the background; without a runtime (it is
-    /// shutting down), they stay taken.
+    /// Releases the permits in the background, sent again until answered
+    /// for up to [`count::RETRY_FOR`]; without a runtime (it is shutting
+    /// down), they stay taken.
     fn run(&self) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(key = %self.name, permits = self.permits, "no runtime to give back permits in; they stay taken");
@@ -677,10 +702,11 @@ impl GiveBack {
             conn,
             name,
             permits,
+            request,
         } = self.clone();
         drop(handle.spawn(async move {
-            let call = scripts::release(&name, permits, conn.publish());
-            match call.run::<Counted>(&conn).await {
+            let call = scripts::release(&name, permits, &request, REQUEST_TTL_MS, conn.publish());
+            match count::run_retried::<Counted>(&conn, call).await {
                 Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a dropped permit"),
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a dropped permit; they stay taken"),
             }

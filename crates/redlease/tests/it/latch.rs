@@ -368,3 +368,36 @@ async fn deleting_the_latch_releases_its_waiters() {
         .unwrap()
         .unwrap();
 }
+
+/// Issue #37: a count-down whose reply was lost (the server stalled past
+/// the response time-out) failed with "cannot reach redis" though it had
+/// counted, or was about to, and sending it again would have counted twice.
+/// Now it is sent again, under one request id, until answered: the caller
+/// is told it worked, and the latch counted once.
+#[tokio::test]
+async fn issue_37_a_count_down_whose_reply_is_lost_counts_once() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let latch = c.count_down_latch(unique("latch-lost-reply"));
+    assert!(latch.try_set_count(3).await.unwrap());
+    server.pause();
+    let task = {
+        let latch = latch.clone();
+        tokio::spawn(async move { latch.count_down().await })
+    };
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    server.resume();
+    let answered = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("answered once the server is back")
+        .unwrap();
+    assert!(answered.is_ok(), "{answered:?}");
+    // Every attempt has reached the server by now: none counted again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(get(&server, latch.name()).as_deref(), Some("2"));
+    assert_eq!(latch.count().await.unwrap(), 2);
+}

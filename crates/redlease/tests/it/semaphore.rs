@@ -520,3 +520,152 @@ async fn issue_36_a_lost_reply_takes_no_permit_for_good() {
         permit.release().await.unwrap();
     }
 }
+
+/// The ways a semaphore's count is changed by a write that #37 sends again
+/// until answered.
+const CHANGES: [&str; 4] = ["release", "add_permits", "permit.release", "dropped permit"];
+
+/// Issue #37: a release whose reply was lost (the server stalled past the
+/// response time-out) failed with a time-out, though it had given the
+/// permits back or was about to, and sending it again would have given
+/// them back twice. Now each change is sent again, under one request id,
+/// until answered: the caller is told it worked, and the count moved once.
+#[tokio::test]
+async fn issue_37_a_change_whose_reply_is_lost_is_sent_again_and_counts_once() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    for change in CHANGES {
+        let sem = c.semaphore(unique("sem-lost-release"));
+        assert!(sem.try_set_available(1).await.unwrap());
+        let permit = sem.try_acquire(1).await.unwrap();
+        server.pause();
+        let task = {
+            let sem = sem.clone();
+            tokio::spawn(async move {
+                match change {
+                    "release" => sem.release(permit.forget()).await,
+                    "add_permits" => sem.add_permits(permit.forget() as i64).await,
+                    "permit.release" => permit.release().await,
+                    _ => {
+                        drop(permit);
+                        Ok(())
+                    }
+                }
+            })
+        };
+        // Long enough for the first attempt to time out and a few more to
+        // be sent into the stalled server.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        server.resume();
+        let answered = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("answered once the server is back")
+            .unwrap();
+        assert!(answered.is_ok(), "{change}: {answered:?}");
+        let once = eventually(Duration::from_secs(5), || {
+            get(&server, sem.name()).as_deref() == Some("1")
+        })
+        .await;
+        assert!(once.is_some(), "{change}: {:?}", get(&server, sem.name()));
+        // Every attempt has reached the server by now: none counted again.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            get(&server, sem.name()).as_deref(),
+            Some("1"),
+            "{change} counted twice"
+        );
+    }
+}
+
+/// Issue #37: many tasks acquire and release one semaphore while the
+/// server stalls past the response time-out and every client connection is
+/// cut, again and again. Before, permits leaked (a semaphore of 4 ended
+/// with 0 available and nobody holding one) or were given back twice; now
+/// no more than the total are ever held, and all are available at the end.
+#[tokio::test]
+async fn issue_37_permits_are_conserved_through_stalls_and_cut_connections() {
+    const TOTAL: usize = 4;
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let sem = c.semaphore(unique("sem-conserved"));
+    assert!(sem.try_set_available(TOTAL as u64).await.unwrap());
+    let held = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let until = Instant::now() + Duration::from_secs(6);
+    let mut tasks = Vec::new();
+    for i in 0..8usize {
+        let (sem, held, most) = (sem.clone(), held.clone(), most.clone());
+        let (taken, refused) = (taken.clone(), refused.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0usize;
+            while Instant::now() < until {
+                n += 1;
+                let Ok(permit) = sem.try_acquire_for(1, Duration::from_secs(2)).await else {
+                    continue;
+                };
+                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                taken.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5 + (n * 7 + i) as u64 % 20)).await;
+                held.fetch_sub(1, Ordering::SeqCst);
+                if (n + i).is_multiple_of(3) {
+                    drop(permit);
+                } else if permit.release().await.is_err() {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }));
+    }
+    let mut faults = 0;
+    while Instant::now() + Duration::from_secs(1) < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        server.pause();
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        server.resume();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let _: redis::Value = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
+            .query(&mut server.connection())
+            .unwrap();
+        faults += 1;
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("every task ends")
+            .unwrap();
+    }
+    let total = TOTAL.to_string();
+    let conserved = eventually(Duration::from_secs(10), || {
+        get(&server, sem.name()).as_deref() == Some(total.as_str())
+    })
+    .await;
+    assert!(
+        conserved.is_some(),
+        "{:?} available of {TOTAL} after {faults} stalls and cuts",
+        get(&server, sem.name())
+    );
+    assert!(
+        most.load(Ordering::SeqCst) <= TOTAL,
+        "more held than the semaphore has"
+    );
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        0,
+        "releases failed though Redis came back within the retries"
+    );
+    assert!(
+        taken.load(Ordering::SeqCst) > 20,
+        "too few acquisitions to judge"
+    );
+}
