@@ -6,7 +6,9 @@
 //! * Acquire: `SET key owner NX PX lease` with the fencing counter's `INCR`
 //!   in one `MULTI`/`EXEC` transaction: atomic like a script, at about two
 //!   thirds of a script's cost in Redis (#17's profile); a refusal then asks
-//!   the key's `PTTL`, for waiters.
+//!   the key's `PTTL`, for waiters. The transaction goes as a plain
+//!   pipeline that redlease reads itself, which also copes with a server
+//!   that refuses `MULTI` (#37).
 //!   A counter that `INCR` finds missing is started from the clock by
 //!   [`FENCE`](super::lock::FENCE) in a script of its own, once per
 //!   counter's life, while the lock is held.
@@ -198,23 +200,26 @@ async fn acquire_now(
             other => Err(unexpected("SET NX", &[other])),
         };
     };
+    // `MULTI` .. `EXEC` sent as a plain pipeline, and read here: the same
+    // bytes as redis-rs's atomic pipeline, whose reading of a transaction
+    // panics (in builds with overflow checks, as users' tests are) when
+    // `MULTI` itself is refused (#37).
     let mut pipe = redis::pipe();
-    pipe.atomic().ignore_errors();
+    pipe.ignore_errors();
     let set = set_nx(key, owner, lease_ms);
     let mut incr = command("INCR", 1);
     incr.arg(counter);
-    pipe.add_command(set).add_command(incr);
+    pipe.add_command(command("MULTI", 0))
+        .add_command(set)
+        .add_command(incr);
     if fencing_ttl_ms == 0 {
         // Redisson's `RFencedLock` shares the counter: it must not expire.
         let mut persist = command("PERSIST", 1);
         persist.arg(counter);
-        pipe.add_command(persist).ignore();
+        pipe.add_command(persist);
     }
-    let replies = conn.query_pipe(&pipe).await.map_err(first_refusal)?;
-    let mut replies = replies.into_iter();
-    let (Some(set), Some(incr)) = (replies.next(), replies.next()) else {
-        return Err(unexpected("acquire transaction", &[]));
-    };
+    pipe.add_command(command("EXEC", 0));
+    let (set, incr) = transaction_replies(conn.query_pipe(&pipe).await?)?;
     match set {
         Value::Okay => {}
         Value::Nil => {
@@ -456,17 +461,54 @@ async fn detect(conn: &Connection) -> Natives {
     found
 }
 
+/// The replies of `SET` and `INCR` from those of the pipeline `MULTI`,
+/// `SET`, `INCR`, [`PERSIST`,] `EXEC`.
+///
 /// A transaction the server refused as it was queued (`EXECABORT`: a
-/// read-only replica, a missing permission, no memory) as the first
-/// command's own error, which says what to fix.
-fn first_refusal(e: RedisError) -> RedisError {
-    if e.code() != Some("EXECABORT") {
-        return e;
+/// read-only replica, a missing permission, no memory) answers the first
+/// queued command's own error, which says what to fix. A `MULTI` the
+/// server refused (an ACL without `+multi`, a renamed command) ran the
+/// commands one by one: their own replies are then the answer, as they
+/// would have been inside the transaction (the `SET` and the `INCR` run
+/// back to back on one connection, and the hold cannot end between them),
+/// and `EXEC`'s error ("without MULTI") is left aside.
+fn transaction_replies(replies: Vec<Value>) -> Result<(Value, Value), RedisError> {
+    let mut replies = replies.into_iter();
+    let (Some(multi), Some(set), Some(incr), Some(exec)) = (
+        replies.next(),
+        replies.next(),
+        replies.next(),
+        replies.next_back(),
+    ) else {
+        return Err(unexpected("acquire transaction", &[]));
+    };
+    match multi {
+        Value::Okay => {}
+        Value::ServerError(e) => {
+            tracing::debug!(error = %e, "MULTI refused; the acquire ran without it");
+            return Ok((set, incr));
+        }
+        other => return Err(unexpected("MULTI", &[other])),
     }
-    let errors = e.clone().into_server_errors();
-    match errors.as_deref() {
-        Some([(_, first), ..]) => RedisError::from(first.clone()),
-        _ => e,
+    match exec {
+        Value::Array(replies) => {
+            let mut replies = replies.into_iter();
+            match (replies.next(), replies.next()) {
+                (Some(set), Some(incr)) => Ok((set, incr)),
+                _ => Err(unexpected("EXEC", &[])),
+            }
+        }
+        Value::ServerError(aborted) => {
+            // `SET` and `INCR` answered `QUEUED` or their refusal.
+            match [set, incr].into_iter().find_map(|queued| match queued {
+                Value::ServerError(e) => Some(e),
+                _ => None,
+            }) {
+                Some(first) => Err(first.into()),
+                None => Err(aborted.into()),
+            }
+        }
+        other => Err(unexpected("EXEC", &[other])),
     }
 }
 

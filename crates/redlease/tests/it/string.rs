@@ -430,3 +430,38 @@ async fn valkey_runs_release_and_extension_as_its_own_commands() {
     let after = calls(&redis7, "evalsha");
     assert_eq!(after, before + 2, "extension and release");
 }
+
+/// Issue #37: redis-rs 1.8 panics (in builds with overflow checks, as test
+/// builds are) reading a transaction whose `MULTI` the server refused, and
+/// the string layout's fenced acquire sent one. Now it reads the replies
+/// itself: on a server whose ACL refuses `MULTI`, the `SET` and the `INCR`
+/// ran one by one, and the acquire answers what they did.
+#[tokio::test]
+async fn issue_37_a_refused_multi_neither_panics_nor_leaks_the_lock() {
+    let server = RedisServer::start();
+    let () = redis::cmd("ACL")
+        .arg(
+            &[
+                "SETUSER", "nomulti", "on", ">pw", "~*", "&*", "+@all", "-multi",
+            ][..],
+        )
+        .query(&mut server.connection())
+        .unwrap();
+    let url = format!("redis://nomulti:pw@127.0.0.1:{}", server.port());
+    let client = Client::builder(&url)
+        .layout(Layout::String)
+        .build()
+        .await
+        .unwrap();
+    let name = unique("string-no-multi");
+    let guard = client.lock(&name).try_lock().await.unwrap();
+    let first = guard.fencing_token().unwrap();
+    assert!(exists(&server, &name), "the lock is held in Redis");
+    let busy = client.lock(&name).try_lock().await.unwrap_err();
+    assert!(busy.is_busy(), "{busy:?}");
+    guard.unlock().await.unwrap();
+    assert!(!exists(&server, &name));
+    let again = client.lock(&name).try_lock().await.unwrap();
+    assert!(again.fencing_token().unwrap() > first);
+    again.unlock().await.unwrap();
+}
