@@ -14,7 +14,8 @@
 //! A lock named `orders:1` is the hash `orders:1`, plus keys and channels
 //! derived from its name by Redisson's rule (see [`crate::layout`]):
 //! `redisson_lock__channel:{orders:1}` (also passed to the release script
-//! as a key), `redisson_lock_token:{...}`, and for fair locks
+//! as a key), `redisson_lock_token:{...}`, the release's unlock latches
+//! `redisson_unlock_latch:{...}:<id>`, and for fair locks
 //! `redisson_lock_queue:{...}`, `redisson_lock_timeout:{...}` and the
 //! waiter channels `redisson_lock__channel:{...}:<owner>`; for the rest of
 //! Redisson's family, `redisson_rwlock:{...}` and the read holds' timeout
@@ -45,7 +46,7 @@ use std::fmt;
 use crate::error::Error;
 use crate::layout::{
     CHANNEL_PREFIX, LATCH_CHANNEL_PREFIX, QUEUE_PREFIX, REQUEST_PREFIX, RWLOCK_CHANNEL_PREFIX,
-    SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
+    SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX, UNLOCK_LATCH_PREFIX,
 };
 
 /// What the user may do.
@@ -231,7 +232,13 @@ pub fn setuser(user: &str, prefixes: &[impl AsRef<str>], access: Access) -> Resu
         RWLOCK_CHANNEL_PREFIX,
         SEMAPHORE_CHANNEL_PREFIX,
     ];
-    let derived = [TOKEN_PREFIX, QUEUE_PREFIX, TIMEOUT_PREFIX, REQUEST_PREFIX];
+    let derived = [
+        TOKEN_PREFIX,
+        QUEUE_PREFIX,
+        TIMEOUT_PREFIX,
+        REQUEST_PREFIX,
+        UNLOCK_LATCH_PREFIX,
+    ];
     let mut keys = Vec::new();
     let mut chans = Vec::new();
     for prefix in prefixes {

@@ -62,6 +62,24 @@ where
     }
 }
 
+/// How long a change of a count is sent again after a time-out or a lost
+/// connection ([`count::run_retried`](crate::count::run_retried), a lock's latched release): long enough to ride out a failover (a
+/// Sentinel's takes a few seconds, a Cluster's about as long) or a stalled
+/// server, short enough that a caller whose Redis is gone hears so. After
+/// it the caller gets the last error, and an attempt still on its way may
+/// yet be applied, once.
+pub(crate) const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// How long a request's record ([`layout::request_key`]) lasts: four times
+/// [`RETRY_FOR`], so that every attempt of a request, even one a stalled
+/// server runs late, finds the first attempt's record, and so that a
+/// semaphore waiter, which attempts at least every 30 s, finds what a lost
+/// attempt took.
+pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
+
+/// [`REQUEST_TTL`] in ms, for the scripts.
+pub(crate) const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
+
 /// Largest step between retries after errors.
 const MAX_ERROR_STEP: Duration = Duration::from_millis(256);
 

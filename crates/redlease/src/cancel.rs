@@ -158,7 +158,7 @@ impl Drop for Withdrawal {
                 &self.field,
                 self.lease_ms,
                 None,
-                self.retry,
+                self.retry.clone(),
             );
         }
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
+pub(crate) use crate::backoff::{REQUEST_TTL, REQUEST_TTL_MS, RETRY_FOR};
 use crate::connection::Connection;
 use crate::error::{Error, quoted, wrong_type_message};
 use crate::layout;
@@ -317,24 +318,6 @@ where
         Err(_) => Err(runtime_stopped()),
     }
 }
-
-/// How long a change of a count is sent again after a time-out or a lost
-/// connection ([`run_retried`]): long enough to ride out a failover (a
-/// Sentinel's takes a few seconds, a Cluster's about as long) or a stalled
-/// server, short enough that a caller whose Redis is gone hears so. After
-/// it the caller gets the last error, and an attempt still on its way may
-/// yet be applied, once.
-pub(crate) const RETRY_FOR: Duration = Duration::from_secs(30);
-
-/// How long a request's record ([`layout::request_key`]) lasts: four times
-/// [`RETRY_FOR`], so that every attempt of a request, even one a stalled
-/// server runs late, finds the first attempt's record, and so that a
-/// semaphore waiter, which attempts at least every 30 s, finds what a lost
-/// attempt took.
-pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
-
-/// [`REQUEST_TTL`] in ms, for the scripts.
-pub(crate) const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
 
 /// [`run_to_completion`], sending `call` again after a time-out or a lost
 /// connection for up to [`RETRY_FOR`] (the steps of

@@ -17,11 +17,12 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
+use crate::backoff;
 use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
-use crate::scripts::commands;
 use crate::scripts::lock::{Renewal, Renewed};
+use crate::scripts::{Latch, commands};
 use crate::shared::Shared;
 use crate::{metrics, release};
 
@@ -159,6 +160,10 @@ pub(crate) struct Hold {
     /// Whether Drop's release counts a refusal ([`metrics::UNLOCK_NOT_OWNER`]):
     /// not when it retries a release whose reply was lost.
     count_refusal: bool,
+    /// The release's request id, made when it is first sent and kept for
+    /// Drop's repeat: the unlock latch it names makes the repeat answer as
+    /// the first did (#37).
+    release_request: Option<Arc<str>>,
 }
 
 impl Hold {
@@ -197,6 +202,7 @@ impl Hold {
             registration: Some(registration),
             armed: true,
             token: grant.token,
+            release_request: None,
             label: grant.label,
             count_refusal: true,
         }
@@ -221,6 +227,7 @@ impl Hold {
             armed: true,
             token: held.token,
             count_refusal: true,
+            release_request: None,
         }
     }
 
@@ -265,14 +272,24 @@ impl Hold {
         }
         let span =
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
+        let request = self.release_request();
         let conn = self.client.conn();
-        let call = self.kind.release(
-            &self.name,
-            self.mode.lease_ms(self.lease_ms),
-            &self.field,
-            conn.publish(),
-        );
-        let result = release::run(conn, &call, &self.name)
+        let lease_ms = self.mode.lease_ms(self.lease_ms);
+        let latch = request.as_deref().map(|request| Latch {
+            request,
+            ttl_ms: backoff::REQUEST_TTL_MS,
+        });
+        let call = self
+            .kind
+            .release(&self.name, lease_ms, &self.field, conn.publish(), latch);
+        // Under a latch, sent again after a lost reply for as long as the
+        // hold could still be there.
+        let retry_for = if latch.is_some() {
+            release_retry(lease_ms)
+        } else {
+            Duration::ZERO
+        };
+        let result = backoff::retry_transient(retry_for, || release::run(conn, &call, &self.name))
             .instrument(span.clone())
             .await;
         let outcome = match &result {
@@ -286,8 +303,9 @@ impl Hold {
         span.record("outcome", outcome);
         match &result {
             // Only a lost reply leaves the release undone for sure; then
-            // Drop tries once more in the background. If the first one did
-            // run, the retry finds nothing: no refusal to count then.
+            // Drop tries once more in the background, under the same latch.
+            // If the first one did run, the retry finds its answer (or, in
+            // the string layout, nothing): no refusal to count then.
             Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection) => {
                 self.count_refusal = false;
             }
@@ -377,6 +395,20 @@ impl Hold {
 impl Hold {
     /// Lets go of this guard's share of the registration: whether it was
     /// the last guard of the hold, `None` if it let go before.
+    /// The request id of this hold's release, the same each time it is
+    /// sent; `None` where the release takes no latch.
+    fn release_request(&mut self) -> Option<Arc<str>> {
+        if !self.kind.latches() {
+            return None;
+        }
+        let client = &self.client;
+        Some(
+            self.release_request
+                .get_or_insert_with(|| client.new_owner_field())
+                .clone(),
+        )
+    }
+
     fn let_go(&mut self) -> Option<bool> {
         let registration = self.registration.take()?;
         Some(registration.guards.fetch_sub(1, Ordering::AcqRel) == 1)
@@ -387,19 +419,33 @@ impl Drop for Hold {
     fn drop(&mut self) {
         let last = self.let_go().unwrap_or(true);
         if self.armed && (last || !self.kind.is_string()) {
+            let lease_ms = self.mode.lease_ms(self.lease_ms);
+            let request = self.release_request();
+            // Under a latch, sent until answered: a repeat answers as the
+            // first did and takes back no re-entered hold. The string
+            // layout's release is sent once.
+            let retry = match request {
+                Some(request) => release::Retry::Latched(request, release_retry(lease_ms)),
+                None => release::Retry::Once,
+            };
             release::in_background(
                 self.client.conn(),
                 self.kind,
                 &self.name,
                 &self.field,
-                self.mode.lease_ms(self.lease_ms),
+                lease_ms,
                 self.count_refusal.then(|| self.label.clone()),
-                // Re-entered holds may share the field: a repeat could take
-                // back one of theirs.
-                release::Retry::Once,
+                retry,
             );
         }
     }
+}
+
+/// How long a latched release is sent again after lost replies: while the
+/// hold could still be in Redis (its lease, once the watchdog stops
+/// renewing it), at most [`backoff::RETRY_FOR`].
+fn release_retry(lease_ms: u64) -> Duration {
+    Duration::from_millis(lease_ms).min(backoff::RETRY_FOR)
 }
 
 /// One hold's watchdog registration (none for a fixed lease), shared by

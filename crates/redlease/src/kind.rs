@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::connection::Publish;
 use crate::layout;
 use crate::pubsub::Wakes;
-use crate::scripts::{self, Call, Fencing, ScriptCall};
+use crate::scripts::{self, Call, Fencing, Latch, ScriptCall};
 
 /// A lock's protocol. All but `Str` use the same lock hash, so handles of
 /// different kinds on one name exclude each other; a `Str` lock's string
@@ -102,22 +102,31 @@ impl Kind {
     }
 
     /// The owner-checked release call, answered as
-    /// [`Released`](scripts::lock::Released).
+    /// [`Released`](scripts::lock::Released); under `latch`, safe to send
+    /// again (#37), except in the string layout, whose key has no room for
+    /// a hold count and whose release is sent once.
     pub(crate) fn release<'a>(
         self,
         name: &'a str,
         lease_ms: u64,
         field: &'a str,
         publish: Publish,
+        latch: Option<Latch<'_>>,
     ) -> Call<'a> {
         let call = match self {
             Kind::Str => return scripts::string::release(name, field, publish).into(),
-            Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish),
-            Kind::Fair { .. } => scripts::fair::release(name, lease_ms, field, publish),
-            Kind::Read => scripts::rwlock::read_release(name, field, publish),
-            Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish),
+            Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish, latch),
+            Kind::Fair { .. } => scripts::fair::release(name, lease_ms, field, publish, latch),
+            Kind::Read => scripts::rwlock::read_release(name, field, publish, latch),
+            Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish, latch),
         };
         call.into()
+    }
+
+    /// Whether [`release`](Kind::release) under a latch is safe to send
+    /// again: every kind but the string layout's.
+    pub(crate) fn latches(self) -> bool {
+        !matches!(self, Kind::Str)
     }
 
     /// The owner-checked extension of a fixed-lease hold to `lease_ms` from
@@ -160,8 +169,10 @@ impl Kind {
     ) -> Call<'a> {
         match self {
             Kind::Fair { .. } => scripts::fair::abandon(name, field, publish).into(),
+            // A fresh field: a repeat finds nothing of its own, no latch
+            // needed.
             Kind::Plain | Kind::Str | Kind::Read | Kind::Write => {
-                self.release(name, lease_ms, field, publish)
+                self.release(name, lease_ms, field, publish, None)
             }
         }
     }

@@ -158,12 +158,15 @@
 //! * `kind.rs`: the plain/fair/read/write/string switch: which calls a
 //!   lock sends.
 //! * `release.rs`: the release protocol, in the foreground and the
-//!   background.
+//!   background, under Redisson's unlock latch where a repeat must answer
+//!   as the first attempt did.
 //! * `cancel.rs`: what a cancelled acquire leaves behind, taken back.
 //! * `backoff.rs`: jittered steps for waiters that cannot wait on a
-//!   message.
+//!   message, and for writes sent again after a lost reply: how long, and
+//!   how long their request records last.
 //! * `count.rs`: what the semaphore and the latch share: counts in string
-//!   keys, their bounds, and scripts run to completion.
+//!   keys, their bounds, and scripts run to completion, the changes sent
+//!   again under a request id.
 //!
 //! Beneath them:
 //!

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::backoff;
 use crate::metrics::Label;
+use crate::scripts::Latch;
 
 use crate::connection::Connection;
 use crate::error::Error;
@@ -27,6 +28,25 @@ pub(crate) async fn withdraw(
     lease_ms: u64,
 ) -> Result<(), Error> {
     let call = kind.withdraw(name, lease_ms, field, conn.publish());
+    run(conn, &call, name).await
+}
+
+/// A guard's release of the hold of `field` under the unlock latch of
+/// `request` (#37): safe to send again, since a repeat finds the latch and
+/// answers as the first did.
+async fn release_latched(
+    conn: &Connection,
+    kind: Kind,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+    request: &str,
+) -> Result<(), Error> {
+    let latch = Latch {
+        request,
+        ttl_ms: backoff::REQUEST_TTL_MS,
+    };
+    let call = kind.release(name, lease_ms, field, conn.publish(), Some(latch));
     run(conn, &call, name).await
 }
 
@@ -69,13 +89,16 @@ pub(crate) async fn withdraw_until_answered(
 }
 
 /// How a release sent in the background treats a failure.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Retry {
-    /// One try: a guard's release, whose field re-entered holds may share.
+    /// One try: a string-layout guard's release, which takes no latch.
     Once,
     /// Retried while transient, for at most this long: the withdrawal of a
     /// fresh acquisition ([`withdraw_until_answered`]).
     For(Duration),
+    /// A guard's release under the unlock latch of this request id,
+    /// retried while transient for at most this long (#37).
+    Latched(Arc<str>, Duration),
 }
 
 /// Sends [`withdraw`] on the current runtime without waiting for it; does
@@ -104,6 +127,12 @@ pub(crate) fn in_background(
             Retry::Once => withdraw(&conn, kind, &name, &field, lease_ms).await,
             Retry::For(retry_for) => {
                 withdraw_until_answered(&conn, kind, &name, &field, lease_ms, retry_for).await
+            }
+            Retry::Latched(request, retry_for) => {
+                backoff::retry_transient(retry_for, || {
+                    release_latched(&conn, kind, &name, &field, lease_ms, &request)
+                })
+                .await
             }
         };
         match answered {

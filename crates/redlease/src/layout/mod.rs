@@ -311,7 +311,20 @@ pub fn semaphore_channel(name: &str) -> String {
 /// count-down, so that an attempt whose reply was lost is neither applied
 /// twice nor lost: `redlease_request:{name}:<request>`, in `name`'s slot.
 pub(crate) fn request_key(name: &str, request: &str) -> String {
-    let mut key = prefixed(REQUEST_PREFIX, name);
+    per_request(REQUEST_PREFIX, name, request)
+}
+
+/// The unlock latch of release request `request` of lock `name`,
+/// `redisson_unlock_latch:{name}:<request>`, as Redisson 4's
+/// `getUnlockLatchName(requestId)` names it: it holds a release's answer
+/// for a while, so that the release sent again answers the same (#37).
+pub(crate) fn unlock_latch(name: &str, request: &str) -> String {
+    per_request(UNLOCK_LATCH_PREFIX, name, request)
+}
+
+/// `prefix:{name}:<request>`: a key of one request about `name`.
+fn per_request(prefix: &'static str, name: &str, request: &str) -> String {
+    let mut key = prefixed(prefix, name);
     key.push(':');
     key.push_str(request);
     key

@@ -23,7 +23,7 @@
 use std::sync::LazyLock;
 
 use super::lock::{FENCE, RELEASE_HOLD};
-use super::{Fencing, Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Latch, Lua, NOW_MS, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout::{self, Prefixed};
 
@@ -175,8 +175,13 @@ pub(crate) fn acquire(
         .arg(redisson_wait_ms)
 }
 
-pub(super) static RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("fair_release", &[NOW_MS, PRUNE, RELEASE_HOLD, RELEASE_SRC]));
+pub(super) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::latched(
+        "fair_release",
+        4,
+        &[NOW_MS, PRUNE, RELEASE_HOLD, RELEASE_SRC],
+    )
+});
 const RELEASE_SRC: &str = r"
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
@@ -194,13 +199,28 @@ return 1
 ///   `1` when the key was deleted; then the unlock message goes to the
 ///   channel of the queue's head (after dropping dead waiters), as in
 ///   Redisson. Read by [`Released`](super::lock::Released).
-pub(crate) fn release(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
-    call(&RELEASE, name)
+/// * With a [`Latch`]: KEYS\[5\] and a last ARGV, as the plain release's.
+pub(crate) fn release(
+    name: &str,
+    lease_ms: u64,
+    field: &str,
+    publish: Publish,
+    latch: Option<Latch<'_>>,
+) -> ScriptCall {
+    let keys = (
+        name,
+        layout::queue_key(name),
+        layout::timeout_key(name),
+        Prefixed::token_key(name),
+        Latch::key(latch, name),
+    );
+    ScriptCall::new(&RELEASE, keys)
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
         .arg(Prefixed::channel(name))
         .arg(publish.command())
+        .arg(Latch::ttl(latch))
 }
 
 pub(super) static ABANDON: LazyLock<Lua> =
@@ -297,7 +317,7 @@ mod tests {
 
     #[test]
     fn release_packs_message_lease_owner_channel() {
-        let (keys, args) = packed(&release("a", 30_000, "u:1", Publish::Plain));
+        let (keys, args) = packed(&release("a", 30_000, "u:1", Publish::Plain, None));
         assert_eq!(keys, KEYS);
         assert_eq!(
             args,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{Fencing, Lua, ScriptCall, UNLOCK_MESSAGE};
+use super::{Fencing, Latch, Lua, ScriptCall, UNLOCK_MESSAGE};
 use crate::connection::Publish;
 use crate::layout::Prefixed;
 
@@ -203,7 +203,7 @@ redis.call('del', KEYS[1])
 ";
 
 pub(super) static RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("release", &[RELEASE_HOLD, RELEASE_SRC]));
+    LazyLock::new(|| Lua::latched("release", 2, &[RELEASE_HOLD, RELEASE_SRC]));
 const RELEASE_SRC: &str = r"
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 return 1
@@ -222,11 +222,11 @@ return 1
 ///   (not ours: expired, released or taken over), `0` when the count went
 ///   down but holds remain, `1` when the key was deleted and the unlock
 ///   message published.
-///
-/// Redisson's version also keeps an "unlock latch" key so that a retried
-/// unlock returns its first answer; redlease never re-sends an unlock whose
-/// answer it saw (the owner field is unique per acquisition, so a duplicate
-/// answers nil and is harmless), so the latch is left out.
+/// * With a latch (redlease's own releases, #37): KEYS\[3\],
+///   the unlock latch, and a last ARGV, its time to live in ms; the answer
+///   the latch holds, when it holds one. As Redisson 4's
+///   `unlockInnerAsync`, so that a release sent again after a lost reply
+///   takes back no other re-entered hold (#37).
 ///
 /// # Examples
 ///
@@ -251,16 +251,24 @@ return 1
 /// # }
 /// ```
 pub fn release(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
-    release_with(name, lease_ms, field, Publish::Plain)
+    release_with(name, lease_ms, field, Publish::Plain, None)
 }
 
-/// [`release`], announced with `publish`'s command.
-pub(crate) fn release_with(name: &str, lease_ms: u64, field: &str, publish: Publish) -> ScriptCall {
-    ScriptCall::new(&RELEASE, (name, Prefixed::channel(name)))
+/// [`release`], announced with `publish`'s command, under `latch`.
+pub(crate) fn release_with(
+    name: &str,
+    lease_ms: u64,
+    field: &str,
+    publish: Publish,
+    latch: Option<Latch<'_>>,
+) -> ScriptCall {
+    let keys = (name, Prefixed::channel(name), Latch::key(latch, name));
+    ScriptCall::new(&RELEASE, keys)
         .arg(UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
         .arg(publish.command())
+        .arg(Latch::ttl(latch))
 }
 
 /// What a release script answered; the reply of [`release`] and of the fair
@@ -473,7 +481,13 @@ mod tests {
         let (keys, args) = packed(&release("orders:1", 30_000, "u:7"));
         assert_eq!(keys, ["orders:1", "redisson_lock__channel:{orders:1}"]);
         assert_eq!(args, ["0", "30000", "u:7", "publish"]);
-        let (_, args) = packed(&release_with("orders:1", 30_000, "u:7", Publish::Sharded));
+        let (_, args) = packed(&release_with(
+            "orders:1",
+            30_000,
+            "u:7",
+            Publish::Sharded,
+            None,
+        ));
         assert_eq!(args[3], "spublish");
     }
 

@@ -58,6 +58,61 @@ pub use lock::{acquire, release};
 /// (`LockPubSub.UNLOCK_MESSAGE`).
 pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 
+/// A release sent under a request id (#37), so that it can be sent again
+/// after a lost reply: the script first looks for the request's unlock
+/// latch, Redisson 4's `redisson_unlock_latch:{name}:<request>`
+/// ([`layout::unlock_latch`](crate::layout::unlock_latch)), and answers
+/// what it holds, with nothing written; otherwise it releases and, when
+/// the hold was ours, records its answer (`0`: holds remain, `1`: deleted)
+/// there for `ttl_ms`, as Redisson's `unlockInnerAsync` does. A release of
+/// one of several re-entered holds is then safe to repeat: the repeat finds
+/// the latch and takes back no other hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Latch<'a> {
+    /// The release's request id, the same for each time it is sent.
+    pub(crate) request: &'a str,
+    /// How long the latch lasts, in milliseconds.
+    pub(crate) ttl_ms: u64,
+}
+
+impl Latch<'_> {
+    /// The latch key of a release of lock `name`, or nothing without a
+    /// latch: a call's last key.
+    pub(crate) fn key(latch: Option<Self>, name: &str) -> Option<String> {
+        latch.map(|latch| crate::layout::unlock_latch(name, latch.request))
+    }
+
+    /// The latch's time to live, or nothing: a call's last argument.
+    pub(crate) fn ttl(latch: Option<Self>) -> Option<u64> {
+        latch.map(|latch| latch.ttl_ms)
+    }
+}
+
+/// What a latched release script ([`Lua::latched`]) runs before its body:
+/// the latch is the key after the script's own, when the call passes one.
+const LATCH_HEAD: &str = r"
+local latch = KEYS[LATCH_AT]
+if latch ~= nil then
+    local before = redis.call('get', latch)
+    if before ~= false then
+        return tonumber(before)
+    end
+end
+local function release()
+";
+
+/// What a latched release script runs after its body: it records an
+/// answer that says the hold was ours, for the time the call's last
+/// argument gives.
+const LATCH_TAIL: &str = r"
+end
+local answer = release()
+if latch ~= nil and answer ~= nil then
+    redis.call('set', latch, answer, 'px', ARGV[#ARGV])
+end
+return answer
+";
+
 /// Whether an acquire issues a fencing token (#28), as the acquire scripts
 /// take it in their fencing argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,6 +399,18 @@ impl Lua {
             source,
             script,
         }
+    }
+
+    /// Joins `parts`, a release whose calls have `keys` keys of their own,
+    /// into one script that a [`Latch`] makes safe to send again: the parts
+    /// become the body of a function, run unless the latch (key `keys + 1`,
+    /// when the call passes one) holds an earlier answer.
+    fn latched(name: &'static str, keys: usize, parts: &[&str]) -> Lua {
+        let head = LATCH_HEAD.replace("LATCH_AT", &(keys + 1).to_string());
+        let mut all = vec![head.as_str()];
+        all.extend_from_slice(parts);
+        all.push(LATCH_TAIL);
+        Lua::new(name, &all)
     }
 }
 

@@ -21,7 +21,7 @@
 use std::sync::LazyLock;
 
 use super::lock::FENCE;
-use super::{Fencing, Lua, ScriptCall};
+use super::{Fencing, Latch, Lua, ScriptCall};
 use crate::connection::Publish;
 use crate::layout::{self, Prefixed};
 
@@ -167,7 +167,7 @@ pub(crate) fn read_reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall
 }
 
 pub(super) static READ_RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("read_release", &[READ_RELEASE_SRC]));
+    LazyLock::new(|| Lua::latched("read_release", 4, &[READ_RELEASE_SRC]));
 const READ_RELEASE_SRC: &str = r"
 local mode = redis.pcall('hget', KEYS[1], 'mode')
 if type(mode) ~= 'string' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
@@ -216,9 +216,16 @@ return 1
 ///   hash then lives as long as the longest remaining read hold, or stays as
 ///   it is under a write hold), `1` when the hash was deleted and `0`
 ///   published.
+/// * With a [`Latch`]: KEYS\[5\] and a last ARGV, as the plain release's
+///   ([`release`](super::lock::release)).
 ///
-/// Redisson's read unlock, step by step, without its unlock latch.
-pub(crate) fn read_release(name: &str, field: &str, publish: Publish) -> ScriptCall {
+/// Redisson's read unlock, step by step, with its unlock latch.
+pub(crate) fn read_release(
+    name: &str,
+    field: &str,
+    publish: Publish,
+    latch: Option<Latch<'_>>,
+) -> ScriptCall {
     ScriptCall::new(
         &READ_RELEASE,
         (
@@ -226,15 +233,17 @@ pub(crate) fn read_release(name: &str, field: &str, publish: Publish) -> ScriptC
             layout::rwlock_channel(name),
             layout::read_timeout_prefix(name, field),
             layout::read_timeout_base(name),
+            Latch::key(latch, name),
         ),
     )
     .arg(READ_UNLOCK_MESSAGE)
     .arg(field)
     .arg(publish.command())
+    .arg(Latch::ttl(latch))
 }
 
 pub(super) static WRITE_RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("write_release", &[WRITE_RELEASE_SRC]));
+    LazyLock::new(|| Lua::latched("write_release", 2, &[WRITE_RELEASE_SRC]));
 const WRITE_RELEASE_SRC: &str = r"
 if redis.pcall('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
@@ -273,17 +282,22 @@ return 1
 ///   asleep (`release(getQueueLength())`), while `0` leaves a permit for
 ///   one about to sleep (#29: a Java reader slept through a downgrade to its
 ///   15 s timeout).
+/// * With a [`Latch`]: KEYS\[3\] and a last ARGV, as the plain release's
+///   ([`release`](super::lock::release)).
 pub(crate) fn write_release(
     name: &str,
     lease_ms: u64,
     field: &str,
     publish: Publish,
+    latch: Option<Latch<'_>>,
 ) -> ScriptCall {
-    ScriptCall::new(&WRITE_RELEASE, (name, layout::rwlock_channel(name)))
+    let keys = (name, layout::rwlock_channel(name), Latch::key(latch, name));
+    ScriptCall::new(&WRITE_RELEASE, keys)
         .arg(WRITE_UNLOCK_MESSAGE)
         .arg(lease_ms)
         .arg(field)
         .arg(publish.command())
+        .arg(Latch::ttl(latch))
 }
 
 pub(super) static RENEW_READS: LazyLock<Lua> =
@@ -378,7 +392,7 @@ mod tests {
 
     #[test]
     fn releases_pack_redisson_channel_and_messages() {
-        let (keys, args) = packed(&read_release("doc", "u:1", Publish::Plain));
+        let (keys, args) = packed(&read_release("doc", "u:1", Publish::Plain, None));
         assert_eq!(
             keys,
             [
@@ -389,7 +403,13 @@ mod tests {
             ]
         );
         assert_eq!(args, ["0", "u:1", "publish"]);
-        let (keys, args) = packed(&write_release("doc", 500, "u:1:write", Publish::Sharded));
+        let (keys, args) = packed(&write_release(
+            "doc",
+            500,
+            "u:1:write",
+            Publish::Sharded,
+            None,
+        ));
         assert_eq!(keys, ["doc", "redisson_rwlock:{doc}"]);
         assert_eq!(args, ["1", "500", "u:1:write", "spublish"]);
     }

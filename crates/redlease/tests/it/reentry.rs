@@ -269,3 +269,107 @@ async fn a_hold_lost_by_our_clock_is_not_reentered() {
     })
     .await;
 }
+
+/// Issue #37: a re-entered guard's `unlock()` whose reply was lost (the
+/// server stalled past the response time-out) failed with a time-out, and
+/// its Drop sent the release again: when the first had run, the repeat
+/// took back the outer guard's hold too, and the lock was free while the
+/// outer guard still held it. Now the release carries a request id and
+/// Redisson 4's unlock latch (`redisson_unlock_latch:{name}:<id>`), is sent
+/// again until answered, and a repeat answers from the latch: one hold
+/// taken back, and the caller told it worked. For every kind that counts
+/// re-entry in Redis, and for a re-entered guard dropped in the stall.
+#[tokio::test]
+async fn issue_37_a_reentered_release_whose_reply_is_lost_takes_back_one_hold() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    for kind in ["lock", "fair", "write", "read"] {
+        for how in ["unlock", "drop"] {
+            let name = unique("reentry-lost-reply");
+            let lock = match kind {
+                "lock" => c.lock(&name),
+                "fair" => c.fair_lock(&name),
+                "write" => c.read_write_lock(&name).write(),
+                _ => c.read_write_lock(&name).read(),
+            };
+            redlease::scope(async {
+                let outer = lock.try_lock().await.unwrap();
+                let inner = lock.try_lock().await.unwrap();
+                assert_eq!(inner.owner(), outer.owner());
+                assert_eq!(count(&server, &name, outer.owner()), 2, "{kind}");
+                server.pause();
+                let task = tokio::spawn(async move {
+                    match how {
+                        "unlock" => inner.unlock().await,
+                        _ => {
+                            drop(inner);
+                            Ok(())
+                        }
+                    }
+                });
+                tokio::time::sleep(Duration::from_millis(900)).await;
+                server.resume();
+                let answered = tokio::time::timeout(Duration::from_secs(10), task)
+                    .await
+                    .expect("answered once the server is back")
+                    .unwrap();
+                let one = eventually(Duration::from_secs(5), || {
+                    count(&server, &name, outer.owner()) <= 1
+                })
+                .await;
+                assert!(
+                    one.is_some(),
+                    "{kind} {how}: the inner hold was not taken back"
+                );
+                // Every attempt has reached the server by now.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                assert_eq!(
+                    count(&server, &name, outer.owner()),
+                    1,
+                    "{kind} {how}: the outer guard's hold was taken back too"
+                );
+                assert!(answered.is_ok(), "{kind} {how}: {answered:?}");
+                assert!(outer.is_held().await.unwrap(), "{kind} {how}");
+                outer.unlock().await.unwrap();
+            })
+            .await;
+            assert!(!exists(&server, &name), "{kind} {how}");
+        }
+    }
+}
+
+/// Issue #37: the latch a release leaves is Redisson 4's, named and valued
+/// as its `unlockInnerAsync` writes it (`0`: holds remain; `1`: deleted),
+/// and gone within the request records' two minutes.
+#[tokio::test]
+async fn issue_37_a_release_leaves_redissons_unlock_latch() {
+    let server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("reentry-latch");
+    redlease::scope(async {
+        let outer = c.lock(&name).try_lock().await.unwrap();
+        let inner = c.lock(&name).try_lock().await.unwrap();
+        inner.unlock().await.unwrap();
+        outer.unlock().await.unwrap();
+    })
+    .await;
+    let mut conn = server.connection();
+    let latches: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("redisson_unlock_latch:{{{name}}}:*"))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(latches.len(), 2, "{latches:?}");
+    let mut answers = Vec::new();
+    for latch in &latches {
+        let value: String = redis::cmd("GET").arg(latch).query(&mut conn).unwrap();
+        let ttl: i64 = redis::cmd("PTTL").arg(latch).query(&mut conn).unwrap();
+        assert!(ttl > 0 && ttl <= 120_000, "{latch}: {ttl} ms");
+        answers.push(value);
+    }
+    answers.sort();
+    assert_eq!(answers, ["0", "1"]);
+}
