@@ -18,6 +18,7 @@ use crate::backoff;
 use crate::connection::Connection;
 use crate::error::Error;
 use crate::lost::{LostReason, LostSignal};
+use crate::scripts::Latch;
 use crate::scripts::expirable::{self as scripts, Release};
 use crate::shared::Shared;
 
@@ -79,6 +80,10 @@ pub struct PermitGuard {
     lost: LostSignal,
     /// False once a release reply arrived: Drop has nothing left to do.
     armed: bool,
+    /// The release's request id, made when it is first sent and kept for
+    /// Drop's repeat: the record it names makes a repeat answer as the
+    /// first did (#37).
+    release_request: Option<Arc<str>>,
 }
 
 /// A renewed permit's renewal task.
@@ -132,6 +137,7 @@ impl PermitGuard {
             renewal,
             lost,
             armed: true,
+            release_request: None,
         }
     }
 
@@ -191,10 +197,13 @@ impl PermitGuard {
     /// when the permit was no longer acquired (its lease ended and it was
     /// reclaimed, or it was released by id) or had expired (it is returned
     /// to the pool all the same, as Redisson does); connection and server
-    /// errors as they come. After a time-out or a lost connection the
-    /// release may not have run, so the guard's Drop sends it once more in
-    /// the background; failing that, the permit comes back when its lease
-    /// ends.
+    /// errors once Redis has not answered for 30 s. A release whose reply
+    /// does not come (a time-out, a lost connection, a failover) is sent
+    /// again until then, under one request id whose record
+    /// (`redlease_request:{name}:<id>`, two minutes) makes a repeat answer
+    /// as the first did (#37); if it never was answered, the guard's Drop
+    /// goes on sending it in the background, and failing that, the permit
+    /// comes back when its lease ends.
     ///
     /// # Cancel safety
     ///
@@ -223,12 +232,20 @@ impl PermitGuard {
     /// ```
     pub async fn release(mut self) -> Result<(), Error> {
         self.stop_renewal();
+        let request = self.release_request();
         let conn = self.client.conn();
-        let call = scripts::release(&self.name, &self.raw, conn.publish());
-        let reply = call.run::<Release>(conn).await;
+        let latch = Latch {
+            request: &request,
+            ttl_ms: backoff::REQUEST_TTL_MS,
+        };
+        let call = scripts::release(&self.name, &self.raw, conn.publish(), Some(latch));
+        let reply = backoff::retry_transient(backoff::RETRY_FOR, || async {
+            call.run::<Release>(conn).await.map_err(Error::from)
+        })
+        .await;
         let result = match reply {
             Ok(released) => expect_released(&self.name, &self.id, released),
-            Err(e) => Err(Error::from(e).with_key(&self.name)),
+            Err(e) => Err(e.with_key(&self.name)),
         };
         tracing::debug!(key = %self.name, ok = result.is_ok(), "permit release");
         // Only a lost reply leaves the release undone for sure.
@@ -420,6 +437,15 @@ impl PermitGuard {
         expired || overdue || self.lost.get().is_some()
     }
 
+    /// The request id of this guard's release, the same each time it is
+    /// sent.
+    fn release_request(&mut self) -> Arc<str> {
+        let client = &self.client;
+        self.release_request
+            .get_or_insert_with(|| client.new_owner_field())
+            .clone()
+    }
+
     fn stop_renewal(&mut self) {
         if let Some(renewal) = &self.renewal {
             renewal.task.abort();
@@ -431,7 +457,14 @@ impl Drop for PermitGuard {
     fn drop(&mut self) {
         self.stop_renewal();
         if self.armed {
-            release_in_background(self.client.conn(), &self.name, self.raw, Duration::ZERO);
+            let request = self.release_request();
+            release_in_background(
+                self.client.conn(),
+                &self.name,
+                self.raw,
+                backoff::RETRY_FOR,
+                Some(request),
+            );
         }
     }
 }
@@ -489,16 +522,25 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            release_in_background(&conn, &self.name, self.raw, self.lease);
+            release_in_background(&conn, &self.name, self.raw, self.lease, None);
         }
     }
 }
 
 /// Sends the release of permit `raw` on the current runtime without waiting
 /// for it, and again after a time-out or a lost connection for at most
-/// `retry_for` (zero: once); does nothing without a runtime (the permit
-/// then comes back when its lease ends).
-fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16], retry_for: Duration) {
+/// `retry_for` (zero: once), under `request`'s record if it has one (a
+/// guard's release: it answers as an earlier attempt did; a cancelled
+/// acquire's withdrawal needs none, as nothing else releases its id); does
+/// nothing without a runtime (the permit then comes back when its lease
+/// ends).
+fn release_in_background(
+    conn: &Connection,
+    name: &Arc<str>,
+    raw: [u8; 16],
+    retry_for: Duration,
+    request: Option<Arc<str>>,
+) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the permit returns when its lease ends");
         return;
@@ -508,7 +550,11 @@ fn release_in_background(conn: &Connection, name: &Arc<str>, raw: [u8; 16], retr
     // then brings the permit back.
     drop(handle.spawn(async move {
         let reply = backoff::retry_transient(retry_for, || async {
-            let call = scripts::release(&name, &raw, conn.publish());
+            let latch = request.as_deref().map(|request| Latch {
+                request,
+                ttl_ms: backoff::REQUEST_TTL_MS,
+            });
+            let call = scripts::release(&name, &raw, conn.publish(), latch);
             call.run::<Release>(&conn).await.map_err(Error::from)
         })
         .await;

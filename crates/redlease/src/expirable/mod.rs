@@ -375,7 +375,12 @@ impl ExpirableSemaphore {
         })?;
         let conn = self.handle.client.conn();
         let released = self
-            .run(&scripts::release(&self.handle.name, &raw, conn.publish()))
+            .run(&scripts::release(
+                &self.handle.name,
+                &raw,
+                conn.publish(),
+                None,
+            ))
             .await?;
         expect_released(&self.handle.name, permit_id, released)
     }

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{Lua, NOW_MS, ScriptCall};
+use super::{Latch, Lua, NOW_MS, ScriptCall};
 use crate::connection::Publish;
 use crate::layout;
 
@@ -172,7 +172,7 @@ impl FromRedisValue for Acquire {
 }
 
 pub(super) static RELEASE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new("expirable_release", &[NOW_MS, PERMITS, RELEASE_SRC]));
+    LazyLock::new(|| Lua::latched("expirable_release", 3, &[NOW_MS, PERMITS, RELEASE_SRC]));
 const RELEASE_SRC: &str = r"
 permits(KEYS[1])
 local expiry = redis.call('zscore', KEYS[3], ARGV[1])
@@ -205,18 +205,29 @@ return 1
 ///   returns `1`, or `-1` when the permit had expired by now (it is
 ///   returned to the pool all the same, as Redisson does); read by
 ///   [`Release`].
+/// * With a [`Latch`] (#37): KEYS\[4\], the release's record,
+///   [`layout::request_key`], and a last ARGV, its time to live in ms; the
+///   answer the record holds, when it holds one, with nothing written, so
+///   that a release sent again after a lost reply answers as the first did.
 /// * Raises `WRONGTYPE` as [`acquire`] does.
-pub(crate) fn release(name: &str, id: &[u8], publish: Publish) -> ScriptCall {
+pub(crate) fn release(
+    name: &str,
+    id: &[u8],
+    publish: Publish,
+    latch: Option<Latch<'_>>,
+) -> ScriptCall {
     ScriptCall::new(
         &RELEASE,
         (
             name,
             layout::semaphore_channel(name),
             layout::permits_key(name),
+            Latch::request_key(latch, name),
         ),
     )
     .arg(id)
     .arg(publish.command())
+    .arg(Latch::ttl(latch))
 }
 
 /// What a release answered.
@@ -513,7 +524,7 @@ mod tests {
 
     #[test]
     fn release_packs_redisson_key_order_and_reads_three_outcomes() {
-        let call = release("jobs", &ID, Publish::Plain);
+        let call = release("jobs", &ID, Publish::Plain, None);
         assert_eq!(
             text(&call.keys()),
             ["jobs", "redisson_sc:{jobs}", "{jobs}:timeout"]

@@ -61,7 +61,9 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// A release sent under a request id (#37), so that it can be sent again
 /// after a lost reply: the script first looks for the request's unlock
 /// latch, Redisson 4's `redisson_unlock_latch:{name}:<request>`
-/// ([`layout::unlock_latch`](crate::layout::unlock_latch)), and answers
+/// ([`layout::unlock_latch`](crate::layout::unlock_latch)) for a lock, or
+/// redlease's own request record where Redisson keeps no latch (an
+/// expirable semaphore's permit, [`Latch::request_key`]), and answers
 /// what it holds, with nothing written; otherwise it releases and, when
 /// the hold was ours, records its answer (`0`: holds remain, `1`: deleted)
 /// there for `ttl_ms`, as Redisson's `unlockInnerAsync` does. A release of
@@ -80,6 +82,13 @@ impl Latch<'_> {
     /// latch: a call's last key.
     pub(crate) fn key(latch: Option<Self>, name: &str) -> Option<String> {
         latch.map(|latch| crate::layout::unlock_latch(name, latch.request))
+    }
+
+    /// The record of a release of a count in key `name` (an expirable
+    /// semaphore's permit), redlease's own `redlease_request:{name}:<id>`
+    /// where Redisson keeps no latch, or nothing without a latch.
+    pub(crate) fn request_key(latch: Option<Self>, name: &str) -> Option<String> {
+        latch.map(|latch| crate::layout::request_key(name, latch.request))
     }
 
     /// The latch's time to live, or nothing: a call's last argument.

@@ -809,3 +809,57 @@ async fn issue_29_a_late_permit_is_released_when_its_release_is_late_too() {
         sem.available_permits().await.unwrap()
     );
 }
+
+/// Issue #37: a permit's `release()` whose reply was lost (the server
+/// stalled past the response time-out) failed with a time-out though the
+/// permit went back, or was about to, and a repeat would have answered
+/// "not ours". Now it is sent again under one request id, whose record
+/// makes a repeat answer as the first did: the caller is told it worked,
+/// and the permit went back once. Also for a permit dropped in the stall.
+#[tokio::test]
+async fn issue_37_a_release_whose_reply_is_lost_is_answered_and_counts_once() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    for how in ["release", "drop"] {
+        let sem = semaphore(&c, "expirable-lost-reply", 2).await;
+        let permit = sem.try_acquire().await.unwrap();
+        assert_eq!(free_raw(&server, sem.name()), Some(1));
+        server.pause();
+        let task = tokio::spawn(async move {
+            match how {
+                "release" => permit.release().await,
+                _ => {
+                    drop(permit);
+                    Ok(())
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        server.resume();
+        let answered = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("answered once the server is back")
+            .unwrap();
+        let back = eventually(Duration::from_secs(5), || {
+            free_raw(&server, sem.name()) == Some(2)
+        })
+        .await;
+        assert!(
+            back.is_some(),
+            "{how}: {:?} free",
+            free_raw(&server, sem.name())
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            free_raw(&server, sem.name()),
+            Some(2),
+            "{how}: counted twice"
+        );
+        assert!(acquired_raw(&server, sem.name()).is_empty(), "{how}");
+        assert!(answered.is_ok(), "{how}: {answered:?}");
+    }
+}
