@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redlease::{ExpirableSemaphore, LostReason, PermitGuard};
 
 use crate::support::{
-    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, listen_once, subscribers,
-    unique,
+    RedisServer, across_a_stall, client, client_with_watchdog, evalsha_calls, eventually,
+    impatient_client, listen_once, subscribers, unique,
 };
 
 const SOON: Duration = Duration::from_secs(2);
@@ -778,11 +778,7 @@ async fn bad_input_is_typed() {
 #[tokio::test]
 async fn issue_29_a_late_permit_is_released_when_its_release_is_late_too() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     // A refused try loads the acquire script, and only that one.
     let none = c.expirable_semaphore(unique("late-permit-none"));
     none.set_total(0).await.unwrap();
@@ -819,17 +815,12 @@ async fn issue_29_a_late_permit_is_released_when_its_release_is_late_too() {
 #[tokio::test]
 async fn issue_37_a_release_whose_reply_is_lost_is_answered_and_counts_once() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     for how in ["release", "drop"] {
         let sem = semaphore(&c, "expirable-lost-reply", 2).await;
         let permit = sem.try_acquire().await.unwrap();
         assert_eq!(free_raw(&server, sem.name()), Some(1));
-        server.pause();
-        let task = tokio::spawn(async move {
+        let answered = across_a_stall(&server, async move {
             match how {
                 "release" => permit.release().await,
                 _ => {
@@ -837,13 +828,8 @@ async fn issue_37_a_release_whose_reply_is_lost_is_answered_and_counts_once() {
                     Ok(())
                 }
             }
-        });
-        tokio::time::sleep(Duration::from_millis(900)).await;
-        server.resume();
-        let answered = tokio::time::timeout(Duration::from_secs(10), task)
-            .await
-            .expect("answered once the server is back")
-            .unwrap();
+        })
+        .await;
         let back = eventually(Duration::from_secs(5), || {
             free_raw(&server, sem.name()) == Some(2)
         })

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use redlease::{CountDownLatch, layout};
 
 use crate::support::{
-    RedisServer, client, eventually, exists, listen_until, median, publish, subscribers, unique,
-    until_subscribed,
+    RedisServer, across_a_stall, client, eventually, exists, impatient_client, listen_until,
+    median, publish, subscribers, unique, until_subscribed,
 };
 
 /// Redisson's `countDown` script: KEYS = [name, channel], ARGV = [0].
@@ -377,24 +377,11 @@ async fn deleting_the_latch_releases_its_waiters() {
 #[tokio::test]
 async fn issue_37_a_count_down_whose_reply_is_lost_counts_once() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     let latch = c.count_down_latch(unique("latch-lost-reply"));
     assert!(latch.try_set_count(3).await.unwrap());
-    server.pause();
-    let task = {
-        let latch = latch.clone();
-        tokio::spawn(async move { latch.count_down().await })
-    };
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    server.resume();
-    let answered = tokio::time::timeout(Duration::from_secs(10), task)
-        .await
-        .expect("answered once the server is back")
-        .unwrap();
+    let stalled = latch.clone();
+    let answered = across_a_stall(&server, async move { stalled.count_down().await }).await;
     assert!(answered.is_ok(), "{answered:?}");
     // Every attempt has reached the server by now: none counted again.
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -1,7 +1,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    RedisServer, client, client_with_watchdog, evalsha_calls, eventually, exists, unique,
+    RedisServer, across_a_stall, client, client_with_watchdog, evalsha_calls, eventually, exists,
+    impatient_client, unique,
 };
 
 /// The hold count of `field` in the lock hash (0 when absent).
@@ -282,11 +283,7 @@ async fn a_hold_lost_by_our_clock_is_not_reentered() {
 #[tokio::test]
 async fn issue_37_a_reentered_release_whose_reply_is_lost_takes_back_one_hold() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     for kind in ["lock", "fair", "write", "read"] {
         for how in ["unlock", "drop"] {
             let name = unique("reentry-lost-reply");
@@ -301,8 +298,7 @@ async fn issue_37_a_reentered_release_whose_reply_is_lost_takes_back_one_hold() 
                 let inner = lock.try_lock().await.unwrap();
                 assert_eq!(inner.owner(), outer.owner());
                 assert_eq!(count(&server, &name, outer.owner()), 2, "{kind}");
-                server.pause();
-                let task = tokio::spawn(async move {
+                let answered = across_a_stall(&server, async move {
                     match how {
                         "unlock" => inner.unlock().await,
                         _ => {
@@ -310,13 +306,8 @@ async fn issue_37_a_reentered_release_whose_reply_is_lost_takes_back_one_hold() 
                             Ok(())
                         }
                     }
-                });
-                tokio::time::sleep(Duration::from_millis(900)).await;
-                server.resume();
-                let answered = tokio::time::timeout(Duration::from_secs(10), task)
-                    .await
-                    .expect("answered once the server is back")
-                    .unwrap();
+                })
+                .await;
                 let one = eventually(Duration::from_secs(5), || {
                     count(&server, &name, outer.owner()) <= 1
                 })

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use redlease::{Semaphore, layout};
 
 use crate::support::{
-    RedisServer, client, evalsha_calls, eventually, exists, listen_until, publish, subscribers,
-    taken, unique, until_subscribed,
+    RedisServer, across_a_stall, client, evalsha_calls, eventually, exists, impatient_client,
+    listen_until, publish, subscribers, taken, unique, until_subscribed,
 };
 
 fn get(server: &RedisServer, key: &str) -> Option<String> {
@@ -479,11 +479,7 @@ async fn bad_input_gives_typed_errors() {
 #[tokio::test]
 async fn issue_36_a_lost_reply_takes_no_permit_for_good() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     for case in ["a wait", "a dropped try"] {
         let sem = c.semaphore(unique("sem-lost-reply"));
         assert!(sem.try_set_available(1).await.unwrap());
@@ -533,38 +529,24 @@ const CHANGES: [&str; 4] = ["release", "add_permits", "permit.release", "dropped
 #[tokio::test]
 async fn issue_37_a_change_whose_reply_is_lost_is_sent_again_and_counts_once() {
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     for change in CHANGES {
         let sem = c.semaphore(unique("sem-lost-release"));
         assert!(sem.try_set_available(1).await.unwrap());
         let permit = sem.try_acquire(1).await.unwrap();
-        server.pause();
-        let task = {
-            let sem = sem.clone();
-            tokio::spawn(async move {
-                match change {
-                    "release" => sem.release(permit.forget()).await,
-                    "add_permits" => sem.add_permits(permit.forget() as i64).await,
-                    "permit.release" => permit.release().await,
-                    _ => {
-                        drop(permit);
-                        Ok(())
-                    }
+        let stalled = sem.clone();
+        let answered = across_a_stall(&server, async move {
+            match change {
+                "release" => stalled.release(permit.forget()).await,
+                "add_permits" => stalled.add_permits(permit.forget() as i64).await,
+                "permit.release" => permit.release().await,
+                _ => {
+                    drop(permit);
+                    Ok(())
                 }
-            })
-        };
-        // Long enough for the first attempt to time out and a few more to
-        // be sent into the stalled server.
-        tokio::time::sleep(Duration::from_millis(900)).await;
-        server.resume();
-        let answered = tokio::time::timeout(Duration::from_secs(10), task)
-            .await
-            .expect("answered once the server is back")
-            .unwrap();
+            }
+        })
+        .await;
         assert!(answered.is_ok(), "{change}: {answered:?}");
         let once = eventually(Duration::from_secs(5), || {
             get(&server, sem.name()).as_deref() == Some("1")
@@ -590,11 +572,7 @@ async fn issue_37_a_change_whose_reply_is_lost_is_sent_again_and_counts_once() {
 async fn issue_37_permits_are_conserved_through_stalls_and_cut_connections() {
     const TOTAL: usize = 4;
     let server = RedisServer::start();
-    let c = redlease::Client::builder(&server.url())
-        .response_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let c = impatient_client(&server).await;
     let sem = c.semaphore(unique("sem-conserved"));
     assert!(sem.try_set_available(TOTAL as u64).await.unwrap());
     let held = Arc::new(AtomicUsize::new(0));

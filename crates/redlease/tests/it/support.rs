@@ -45,6 +45,35 @@ pub(crate) async fn client() -> redlease::Client {
         .unwrap()
 }
 
+/// A client of `server` whose requests time out after 200 ms, so that a
+/// server paused longer loses the replies of what it then runs (#36, #37).
+pub(crate) async fn impatient_client(server: &RedisServer) -> redlease::Client {
+    redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Runs `work` across a stall of `server` longer than an
+/// [`impatient_client`]'s response time-out: pauses the server, spawns
+/// `work`, lets 900 ms pass (time for its first attempt to time out and for
+/// more to be sent into the stalled server), resumes the server and
+/// returns what `work` answered, which must come within 10 s.
+pub(crate) async fn across_a_stall<T: Send + 'static>(
+    server: &RedisServer,
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    server.pause();
+    let task = tokio::spawn(work);
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    server.resume();
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("answered once the server is back")
+        .unwrap()
+}
+
 /// A client of `server` whose watchdog renews every `timeout / 3`.
 pub(crate) async fn client_with_watchdog(
     server: &RedisServer,
