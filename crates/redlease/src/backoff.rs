@@ -62,23 +62,38 @@ where
     }
 }
 
-/// How long a change of a count is sent again after a time-out or a lost
-/// connection ([`count::run_retried`](crate::count::run_retried), a lock's latched release): long enough to ride out a failover (a
-/// Sentinel's takes a few seconds, a Cluster's about as long) or a stalled
-/// server, short enough that a caller whose Redis is gone hears so. After
-/// it the caller gets the last error, and an attempt still on its way may
-/// yet be applied, once.
+/// How long a write made safe to repeat is sent again after a time-out or
+/// a lost connection (a change of a count,
+/// [`count::run_retried`](crate::count::run_retried); a latched release):
+/// long enough to ride out a failover (a Sentinel's takes a few seconds, a
+/// Cluster's about as long) or a stalled server, short enough that a caller
+/// whose Redis is gone hears so. After it the caller gets the last error,
+/// and an attempt still on its way may yet be applied, once.
 pub(crate) const RETRY_FOR: Duration = Duration::from_secs(30);
 
-/// How long a request's record ([`layout::request_key`]) lasts: four times
-/// [`RETRY_FOR`], so that every attempt of a request, even one a stalled
-/// server runs late, finds the first attempt's record, and so that a
-/// semaphore waiter, which attempts at least every 30 s, finds what a lost
-/// attempt took.
+/// How long a semaphore acquire request's record
+/// ([`layout::request_key`](crate::layout::request_key)) lasts: longer
+/// than a waiter goes between attempts (30 s) and than its withdrawal is
+/// retried (half of this), so that an attempt whose reply was lost is found
+/// by the next one or withdrawn. One record per acquire.
 pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
 
 /// [`REQUEST_TTL`] in ms, for the scripts.
 pub(crate) const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
+
+/// How long the record of a write's answer lasts: a semaphore release's or
+/// change's, a count-down's, a lock release's unlock latch, an expirable
+/// permit release's. [`RETRY_FOR`] and 10 s more, for an attempt a stalled
+/// server runs after the last was sent: every one of these writes leaves a
+/// record, so it is kept about as short as Redisson keeps its unlock
+/// latches (its retries' total, about 18 s by default). At 10,000 releases
+/// a second, that is some 400,000 keys of about 100 bytes.
+pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(40);
+
+/// [`ANSWER_TTL`] in ms, for the scripts.
+pub(crate) const ANSWER_TTL_MS: u64 = ANSWER_TTL.as_millis() as u64;
+
+const _: () = assert!(ANSWER_TTL.as_secs() > RETRY_FOR.as_secs());
 
 /// Largest step between retries after errors.
 const MAX_ERROR_STEP: Duration = Duration::from_millis(256);

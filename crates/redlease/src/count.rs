@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-pub(crate) use crate::backoff::{REQUEST_TTL, REQUEST_TTL_MS, RETRY_FOR};
+pub(crate) use crate::backoff::{ANSWER_TTL_MS, REQUEST_TTL, REQUEST_TTL_MS, RETRY_FOR};
 use crate::connection::Connection;
 use crate::error::{Error, quoted, wrong_type_message};
 use crate::layout;

@@ -277,7 +277,7 @@ impl Hold {
         let lease_ms = self.mode.lease_ms(self.lease_ms);
         let latch = request.as_deref().map(|request| Latch {
             request,
-            ttl_ms: backoff::REQUEST_TTL_MS,
+            ttl_ms: backoff::ANSWER_TTL_MS,
         });
         let call = self
             .kind

@@ -156,8 +156,7 @@ impl CountDownLatch {
     ///
     /// A count-down whose reply does not come (a time-out, a lost
     /// connection, a failover) is sent again, for up to 30 s, under the
-    /// same request id, which the script records with its answer for two
-    /// minutes (`redlease_request:{name}:<id>`): however many times it
+    /// same request id, which the script records with its answer for 40 s (`redlease_request:{name}:<id>`): however many times it
     /// reaches Redis, it counts once (#37).
     ///
     /// # Errors
@@ -195,7 +194,7 @@ impl CountDownLatch {
         let call = scripts::count_down(
             &self.counter.handle.name,
             &request,
-            count::REQUEST_TTL_MS,
+            count::ANSWER_TTL_MS,
             conn.publish(),
         );
         let span =

@@ -44,7 +44,7 @@ async fn release_latched(
 ) -> Result<(), Error> {
     let latch = Latch {
         request,
-        ttl_ms: backoff::REQUEST_TTL_MS,
+        ttl_ms: backoff::ANSWER_TTL_MS,
     };
     let call = kind.release(name, lease_ms, field, conn.publish(), Some(latch));
     run(conn, &call, name).await

@@ -200,7 +200,7 @@ impl PermitGuard {
     /// errors once Redis has not answered for 30 s. A release whose reply
     /// does not come (a time-out, a lost connection, a failover) is sent
     /// again until then, under one request id whose record
-    /// (`redlease_request:{name}:<id>`, two minutes) makes a repeat answer
+    /// (`redlease_request:{name}:<id>`, 40 s) makes a repeat answer
     /// as the first did (#37); if it never was answered, the guard's Drop
     /// goes on sending it in the background, and failing that, the permit
     /// comes back when its lease ends.
@@ -236,7 +236,7 @@ impl PermitGuard {
         let conn = self.client.conn();
         let latch = Latch {
             request: &request,
-            ttl_ms: backoff::REQUEST_TTL_MS,
+            ttl_ms: backoff::ANSWER_TTL_MS,
         };
         let call = scripts::release(&self.name, &self.raw, conn.publish(), Some(latch));
         let reply = backoff::retry_transient(backoff::RETRY_FOR, || async {
@@ -552,7 +552,7 @@ fn release_in_background(
         let reply = backoff::retry_transient(retry_for, || async {
             let latch = request.as_deref().map(|request| Latch {
                 request,
-                ttl_ms: backoff::REQUEST_TTL_MS,
+                ttl_ms: backoff::ANSWER_TTL_MS,
             });
             let call = scripts::release(&name, &raw, conn.publish(), latch);
             call.run::<Release>(&conn).await.map_err(Error::from)

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::connection::Connection;
 use crate::count;
-use crate::count::{Counter, REQUEST_TTL, REQUEST_TTL_MS};
+use crate::count::{ANSWER_TTL_MS, Counter, REQUEST_TTL, REQUEST_TTL_MS};
 use crate::error::Error;
 use crate::front::{self, Begin, Patience};
 use crate::layout;
@@ -236,7 +236,7 @@ impl Semaphore {
             &self.counter.handle.name,
             delta,
             &request,
-            REQUEST_TTL_MS,
+            ANSWER_TTL_MS,
             conn.publish(),
         );
         let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.counter.handle.name, delta);
@@ -434,7 +434,7 @@ impl Semaphore {
     ///
     /// A release whose reply does not come (a time-out, a lost connection,
     /// a failover) is sent again, for up to 30 s, under the same request
-    /// id, which the script records with its answer for two minutes
+    /// id, which the script records with its answer for 40 s
     /// (`redlease_request:{name}:<id>`): however many times it reaches
     /// Redis, it gives the permits back once (#37).
     ///
@@ -478,7 +478,7 @@ impl Semaphore {
             &self.counter.handle.name,
             permits,
             &request,
-            REQUEST_TTL_MS,
+            ANSWER_TTL_MS,
             conn.publish(),
         );
         let reply = self.counter.run_retried(conn, call);
@@ -705,7 +705,7 @@ impl GiveBack {
             request,
         } = self.clone();
         drop(handle.spawn(async move {
-            let call = scripts::release(&name, permits, &request, REQUEST_TTL_MS, conn.publish());
+            let call = scripts::release(&name, permits, &request, ANSWER_TTL_MS, conn.publish());
             match count::run_retried::<Counted>(&conn, call).await {
                 Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a dropped permit"),
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a dropped permit; they stay taken"),
