@@ -19,14 +19,15 @@ const TIMEOUT: Duration = Duration::from_millis(25);
 /// How long a bounded wait waits.
 const WAIT: Duration = Duration::from_millis(20);
 
-/// A fixed lease, and the watchdog timeout: short, so that what the
-/// library does again until a lease is over (a withdrawal it sends again,
-/// a renewal) is short too.
+/// A fixed lease, the watchdog timeout and how long writes are sent again:
+/// short, so that what the library does again until a lease is over (a
+/// withdrawal or a release it sends again, a renewal) is short too.
 const LEASE: Duration = Duration::from_millis(300);
 
 /// How long any one call may take, however the server answers, before it
 /// counts as hung: its wait, a few response timeouts and reconnections,
-/// and the retries of a withdrawal for a lease.
+/// and the retries of a withdrawal or of a write safe to repeat for a
+/// lease.
 const HANG: Duration = Duration::from_secs(5);
 
 /// The name every primitive uses.
@@ -55,6 +56,7 @@ pub fn replies(data: &[u8]) {
             .response_timeout(TIMEOUT)
             .connection_timeout(TIMEOUT)
             .watchdog_timeout(LEASE)
+            .retry_writes_for(LEASE)
             .layout(layout)
             .fencing(config & 2 == 0);
         let client = match bounded("build", built.build()).await {

@@ -64,7 +64,9 @@ where
 
 /// How long a write made safe to repeat is sent again after a time-out or
 /// a lost connection (a change of a count,
-/// [`count::run_retried`](crate::count::run_retried); a latched release):
+/// [`count::run_retried`](crate::count::run_retried); a latched release),
+/// unless the client says otherwise
+/// ([`ClientBuilder::retry_writes_for`](crate::ClientBuilder::retry_writes_for)):
 /// long enough to ride out a failover (a Sentinel's takes a few seconds, a
 /// Cluster's about as long) or a stalled server, short enough that a caller
 /// whose Redis is gone hears so. After it the caller gets the last error,
@@ -81,19 +83,18 @@ pub(crate) const REQUEST_TTL: Duration = Duration::from_secs(120);
 /// [`REQUEST_TTL`] in ms, for the scripts.
 pub(crate) const REQUEST_TTL_MS: u64 = REQUEST_TTL.as_millis() as u64;
 
-/// How long the record of a write's answer lasts: a semaphore release's or
+/// How long the record of a write's answer lasts (a semaphore release's or
 /// change's, a count-down's, a lock release's unlock latch, an expirable
-/// permit release's. [`RETRY_FOR`] and 10 s more, for an attempt a stalled
-/// server runs after the last was sent: every one of these writes leaves a
-/// record, so it is kept about as short as Redisson keeps its unlock
-/// latches (its retries' total, about 18 s by default). At 10,000 releases
-/// a second, that is some 400,000 keys of about 100 bytes.
-pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(40);
-
-/// [`ANSWER_TTL`] in ms, for the scripts.
-pub(crate) const ANSWER_TTL_MS: u64 = ANSWER_TTL.as_millis() as u64;
-
-const _: () = assert!(ANSWER_TTL.as_secs() > RETRY_FOR.as_secs());
+/// permit release's) when its attempts are sent for `retry_for`: that and
+/// 10 s more, for an attempt a stalled server runs after the last was
+/// sent. Every one of these writes leaves a record, so it is kept about as
+/// short as Redisson keeps its unlock latches (its retries' total, about
+/// 18 s by default): 40 s by default, some 400,000 keys of about 100 bytes
+/// at 10,000 releases a second. In milliseconds, for the scripts.
+pub(crate) fn answer_ttl_ms(retry_for: Duration) -> u64 {
+    let ttl = retry_for.saturating_add(Duration::from_secs(10));
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// Largest step between retries after errors.
 const MAX_ERROR_STEP: Duration = Duration::from_millis(256);

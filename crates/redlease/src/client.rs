@@ -64,6 +64,10 @@ pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = redlease_grammar::limits::DEFAULT
 /// ```
 pub const DEFAULT_FENCING_COUNTER_TTL: Duration = Duration::from_secs(24 * 3600);
 
+/// The longest [`ClientBuilder::retry_writes_for`] takes: a day, far past
+/// any failover, and records of answers that stay well within memory.
+const MAX_RETRY_WRITES_FOR: Duration = Duration::from_secs(24 * 3600);
+
 /// The shortest watchdog timeout accepted: renewals run every third of it,
 /// and below this they would flood Redis and race their own round trips.
 const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
@@ -170,6 +174,7 @@ impl Client {
         ClientBuilder {
             url: url.to_owned(),
             watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
+            retry_writes_for: crate::backoff::RETRY_FOR,
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
             layout: Layout::default(),
@@ -503,6 +508,8 @@ impl fmt::Debug for Client {
 pub struct ClientBuilder {
     url: String,
     watchdog_timeout: Duration,
+    /// See `retry_writes_for`.
+    retry_writes_for: Duration,
     response_timeout: Duration,
     connection_timeout: Duration,
     layout: Layout,
@@ -580,6 +587,40 @@ impl ClientBuilder {
     /// ```
     pub fn response_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// How long a write that is safe to repeat is sent again after a
+    /// time-out or a lost connection (default 30 s): a lock's release (at
+    /// most for its lease), a semaphore's release, `add_permits` and a
+    /// dropped permit's give-back, an expirable permit's release, a latch's
+    /// count-down. Each carries a request id whose record in Redis makes a
+    /// repeat answer as the first attempt did; the records last this and
+    /// 10 s more. Zero sends each once. After it the caller gets the last
+    /// error, and an attempt still on its way may yet be applied, once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// // A service that would rather hear of an outage within 5 s.
+    /// let client = redlease::Client::builder(&url)
+    ///     .retry_writes_for(Duration::from_secs(5))
+    ///     .build()
+    ///     .await?;
+    /// client.count_down_latch("doc:builder:retry-writes-for").count_down().await?;
+    /// // At most a day.
+    /// let week = redlease::Client::builder(&url).retry_writes_for(Duration::from_secs(7 * 86_400));
+    /// assert!(week.build().await.unwrap_err().is_invalid_argument());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn retry_writes_for(mut self, retry_for: Duration) -> ClientBuilder {
+        self.retry_writes_for = retry_for;
         self
     }
 
@@ -1184,6 +1225,7 @@ impl ClientBuilder {
                 labels: Default::default(),
                 next_owner: AtomicU64::new(1),
                 watchdog_timeout: self.watchdog_timeout,
+                retry_writes_for: self.retry_writes_for,
                 layout: self.layout,
                 fencing,
                 redisson_fair_wait_ms,
@@ -1205,6 +1247,12 @@ impl ClientBuilder {
             )));
         }
         name::lease_millis("watchdog timeout", self.watchdog_timeout)?;
+        if self.retry_writes_for > MAX_RETRY_WRITES_FOR {
+            return Err(Error::invalid(format!(
+                "write retries must last at most {MAX_RETRY_WRITES_FOR:?}, but found {:?}",
+                self.retry_writes_for
+            )));
+        }
         let fencing = match (self.fencing, self.redisson_fenced_interop) {
             (false, true) => {
                 return Err(Error::invalid(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-pub(crate) use crate::backoff::{ANSWER_TTL_MS, REQUEST_TTL, REQUEST_TTL_MS, RETRY_FOR};
+pub(crate) use crate::backoff::{REQUEST_TTL, REQUEST_TTL_MS};
 use crate::connection::Connection;
 use crate::error::{Error, quoted, wrong_type_message};
 use crate::layout;
@@ -90,8 +90,8 @@ impl Counter {
     }
 
     /// Runs `request`'s call to completion whatever happens to the caller,
-    /// sending it again after a time-out or a lost connection for up to
-    /// [`RETRY_FOR`]: for the changes of a count whose scripts record their
+    /// sending it again after a time-out or a lost connection for as long
+    /// as the client retries writes: for the changes of a count whose scripts record their
     /// answer under the request's id ([`Counter::request`]), so that an
     /// attempt whose reply was lost is applied once, and answered.
     pub(crate) async fn run_retried<T>(
@@ -102,7 +102,7 @@ impl Counter {
     where
         T: FromRedisValue + Send + 'static,
     {
-        match run_retried(conn, call).await {
+        match run_retried(conn, call, self.handle.client.retry_writes_for()).await {
             Ok(reply) => Ok(reply),
             Err(e) => Err(self.error(conn, e).await),
         }
@@ -112,6 +112,11 @@ impl Counter {
     /// the client's id and a number of its own, as owner fields are made.
     pub(crate) fn request(&self) -> std::sync::Arc<str> {
         self.handle.client.new_owner_field()
+    }
+
+    /// How long the record of a change's answer lasts, in ms.
+    pub(crate) fn answer_ttl_ms(&self) -> u64 {
+        self.handle.client.answer_ttl_ms()
     }
 
     /// The count as stored: 0 when the key is missing.
@@ -320,17 +325,21 @@ where
 }
 
 /// [`run_to_completion`], sending `call` again after a time-out or a lost
-/// connection for up to [`RETRY_FOR`] (the steps of
+/// connection for up to `retry_for` (the steps of
 /// [`backoff::retry_transient`](crate::backoff::retry_transient)). Only
 /// for calls whose scripts record their answer under a request id: a
 /// repeat then changes nothing and answers as the first attempt did.
-pub(crate) async fn run_retried<T>(conn: &Connection, call: ScriptCall) -> Result<T, Error>
+pub(crate) async fn run_retried<T>(
+    conn: &Connection,
+    call: ScriptCall,
+    retry_for: Duration,
+) -> Result<T, Error>
 where
     T: FromRedisValue + Send + 'static,
 {
     let conn = conn.clone();
     let task = tokio::spawn(async move {
-        crate::backoff::retry_transient(RETRY_FOR, || async {
+        crate::backoff::retry_transient(retry_for, || async {
             call.run::<T>(&conn).await.map_err(Error::from)
         })
         .await

@@ -277,7 +277,7 @@ impl Hold {
         let lease_ms = self.mode.lease_ms(self.lease_ms);
         let latch = request.as_deref().map(|request| Latch {
             request,
-            ttl_ms: backoff::ANSWER_TTL_MS,
+            ttl_ms: self.client.answer_ttl_ms(),
         });
         let call = self
             .kind
@@ -285,7 +285,7 @@ impl Hold {
         // Under a latch, sent again after a lost reply for as long as the
         // hold could still be there.
         let retry_for = if latch.is_some() {
-            release_retry(lease_ms)
+            release_retry(&self.client, lease_ms)
         } else {
             Duration::ZERO
         };
@@ -425,7 +425,11 @@ impl Drop for Hold {
             // first did and takes back no re-entered hold. The string
             // layout's release is sent once.
             let retry = match request {
-                Some(request) => release::Retry::Latched(request, release_retry(lease_ms)),
+                Some(request) => release::Retry::Latched {
+                    request,
+                    retry_for: release_retry(&self.client, lease_ms),
+                    ttl_ms: self.client.answer_ttl_ms(),
+                },
                 None => release::Retry::Once,
             };
             release::in_background(
@@ -443,9 +447,9 @@ impl Drop for Hold {
 
 /// How long a latched release is sent again after lost replies: while the
 /// hold could still be in Redis (its lease, once the watchdog stops
-/// renewing it), at most [`backoff::RETRY_FOR`].
-fn release_retry(lease_ms: u64) -> Duration {
-    Duration::from_millis(lease_ms).min(backoff::RETRY_FOR)
+/// renewing it), at most as long as the client retries writes.
+fn release_retry(client: &Shared, lease_ms: u64) -> Duration {
+    Duration::from_millis(lease_ms).min(client.retry_writes_for())
 }
 
 /// One hold's watchdog registration (none for a fixed lease), shared by

@@ -194,7 +194,7 @@ impl CountDownLatch {
         let call = scripts::count_down(
             &self.counter.handle.name,
             &request,
-            count::ANSWER_TTL_MS,
+            self.counter.answer_ttl_ms(),
             conn.publish(),
         );
         let span =

@@ -41,11 +41,9 @@ async fn release_latched(
     field: &str,
     lease_ms: u64,
     request: &str,
+    ttl_ms: u64,
 ) -> Result<(), Error> {
-    let latch = Latch {
-        request,
-        ttl_ms: backoff::ANSWER_TTL_MS,
-    };
+    let latch = Latch { request, ttl_ms };
     let call = kind.release(name, lease_ms, field, conn.publish(), Some(latch));
     run(conn, &call, name).await
 }
@@ -96,9 +94,13 @@ pub(crate) enum Retry {
     /// Retried while transient, for at most this long: the withdrawal of a
     /// fresh acquisition ([`withdraw_until_answered`]).
     For(Duration),
-    /// A guard's release under the unlock latch of this request id,
-    /// retried while transient for at most this long (#37).
-    Latched(Arc<str>, Duration),
+    /// A guard's release under the unlock latch of `request`, which lasts
+    /// `ttl_ms`, retried while transient for at most `retry_for` (#37).
+    Latched {
+        request: Arc<str>,
+        retry_for: Duration,
+        ttl_ms: u64,
+    },
 }
 
 /// Sends [`withdraw`] on the current runtime without waiting for it; does
@@ -128,9 +130,13 @@ pub(crate) fn in_background(
             Retry::For(retry_for) => {
                 withdraw_until_answered(&conn, kind, &name, &field, lease_ms, retry_for).await
             }
-            Retry::Latched(request, retry_for) => {
+            Retry::Latched {
+                request,
+                retry_for,
+                ttl_ms,
+            } => {
                 backoff::retry_transient(retry_for, || {
-                    release_latched(&conn, kind, &name, &field, lease_ms, &request)
+                    release_latched(&conn, kind, &name, &field, lease_ms, &request, ttl_ms)
                 })
                 .await
             }

@@ -41,6 +41,9 @@ pub(crate) struct Inner {
     /// exactly as two processes do.
     pub(crate) next_owner: AtomicU64,
     pub(crate) watchdog_timeout: Duration,
+    /// How long a write made safe to repeat is sent again after lost
+    /// replies ([`ClientBuilder::retry_writes_for`](crate::ClientBuilder::retry_writes_for)).
+    pub(crate) retry_writes_for: Duration,
     /// How [`Client::lock`](crate::Client::lock)(crate::Client::lock) keeps its locks.
     pub(crate) layout: Layout,
     /// Whether acquires issue fencing tokens, and how long their counters
@@ -106,6 +109,17 @@ impl Shared {
     /// live.
     pub(crate) fn fencing(&self) -> Fencing {
         self.inner.fencing
+    }
+
+    /// How long a write made safe to repeat is sent again after lost
+    /// replies.
+    pub(crate) fn retry_writes_for(&self) -> Duration {
+        self.inner.retry_writes_for
+    }
+
+    /// How long the record of such a write's answer lasts, in ms.
+    pub(crate) fn answer_ttl_ms(&self) -> u64 {
+        crate::backoff::answer_ttl_ms(self.inner.retry_writes_for)
     }
 
     /// Redisson's wait per place in a fair lock's queue, in milliseconds.

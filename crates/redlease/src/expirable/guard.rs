@@ -236,10 +236,10 @@ impl PermitGuard {
         let conn = self.client.conn();
         let latch = Latch {
             request: &request,
-            ttl_ms: backoff::ANSWER_TTL_MS,
+            ttl_ms: self.client.answer_ttl_ms(),
         };
         let call = scripts::release(&self.name, &self.raw, conn.publish(), Some(latch));
-        let reply = backoff::retry_transient(backoff::RETRY_FOR, || async {
+        let reply = backoff::retry_transient(self.client.retry_writes_for(), || async {
             call.run::<Release>(conn).await.map_err(Error::from)
         })
         .await;
@@ -462,8 +462,8 @@ impl Drop for PermitGuard {
                 self.client.conn(),
                 &self.name,
                 self.raw,
-                backoff::RETRY_FOR,
-                Some(request),
+                self.client.retry_writes_for(),
+                Some((request, self.client.answer_ttl_ms())),
             );
         }
     }
@@ -539,7 +539,7 @@ fn release_in_background(
     name: &Arc<str>,
     raw: [u8; 16],
     retry_for: Duration,
-    request: Option<Arc<str>>,
+    request: Option<(Arc<str>, u64)>,
 ) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the permit returns when its lease ends");
@@ -550,9 +550,9 @@ fn release_in_background(
     // then brings the permit back.
     drop(handle.spawn(async move {
         let reply = backoff::retry_transient(retry_for, || async {
-            let latch = request.as_deref().map(|request| Latch {
+            let latch = request.as_ref().map(|(request, ttl_ms)| Latch {
                 request,
-                ttl_ms: backoff::ANSWER_TTL_MS,
+                ttl_ms: *ttl_ms,
             });
             let call = scripts::release(&name, &raw, conn.publish(), latch);
             call.run::<Release>(&conn).await.map_err(Error::from)

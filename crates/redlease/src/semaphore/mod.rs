@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::connection::Connection;
 use crate::count;
-use crate::count::{ANSWER_TTL_MS, Counter, REQUEST_TTL, REQUEST_TTL_MS};
+use crate::count::{Counter, REQUEST_TTL, REQUEST_TTL_MS};
 use crate::error::Error;
 use crate::front::{self, Begin, Patience};
 use crate::layout;
@@ -236,7 +236,7 @@ impl Semaphore {
             &self.counter.handle.name,
             delta,
             &request,
-            ANSWER_TTL_MS,
+            self.counter.answer_ttl_ms(),
             conn.publish(),
         );
         let span = tracing::debug_span!("semaphore", op = "add_permits", key = %self.counter.handle.name, delta);
@@ -478,7 +478,7 @@ impl Semaphore {
             &self.counter.handle.name,
             permits,
             &request,
-            ANSWER_TTL_MS,
+            self.counter.answer_ttl_ms(),
             conn.publish(),
         );
         let reply = self.counter.run_retried(conn, call);
@@ -678,6 +678,9 @@ struct GiveBack {
     permits: u64,
     /// The release's request id, the same for each time it is sent.
     request: Arc<str>,
+    /// How long it is sent again, and how long its record lasts (ms).
+    retry_for: Duration,
+    answer_ttl_ms: u64,
 }
 
 impl GiveBack {
@@ -687,11 +690,13 @@ impl GiveBack {
             name: semaphore.counter.handle.name.clone(),
             permits,
             request: semaphore.counter.request(),
+            retry_for: semaphore.counter.handle.client.retry_writes_for(),
+            answer_ttl_ms: semaphore.counter.answer_ttl_ms(),
         }
     }
 
     /// Releases the permits in the background, sent again until answered
-    /// for up to [`count::RETRY_FOR`]; without a runtime (it is shutting
+    /// for as long as the client retries writes; without a runtime (it is shutting
     /// down), they stay taken.
     fn run(&self) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
@@ -703,10 +708,12 @@ impl GiveBack {
             name,
             permits,
             request,
+            retry_for,
+            answer_ttl_ms,
         } = self.clone();
         drop(handle.spawn(async move {
-            let call = scripts::release(&name, permits, &request, ANSWER_TTL_MS, conn.publish());
-            match count::run_retried::<Counted>(&conn, call).await {
+            let call = scripts::release(&name, permits, &request, answer_ttl_ms, conn.publish());
+            match count::run_retried::<Counted>(&conn, call, retry_for).await {
                 Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a dropped permit"),
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a dropped permit; they stay taken"),
             }

@@ -388,3 +388,26 @@ async fn issue_37_a_count_down_whose_reply_is_lost_counts_once() {
     assert_eq!(get(&server, latch.name()).as_deref(), Some("2"));
     assert_eq!(latch.count().await.unwrap(), 2);
 }
+
+/// Issue #37: `retry_writes_for(ZERO)` sends each write once, so the
+/// count-down across the same stall reports its time-out, and counts at
+/// most once (here, not at all: the client dropped the timed-out
+/// connection, and the server with it what it had not read).
+#[tokio::test]
+async fn issue_37_writes_sent_once_report_a_lost_reply() {
+    let server = RedisServer::start();
+    let c = redlease::Client::builder(&server.url())
+        .response_timeout(Duration::from_millis(200))
+        .retry_writes_for(Duration::ZERO)
+        .build()
+        .await
+        .unwrap();
+    let latch = c.count_down_latch(unique("latch-sent-once"));
+    assert!(latch.try_set_count(3).await.unwrap());
+    let stalled = latch.clone();
+    let answered = across_a_stall(&server, async move { stalled.count_down().await }).await;
+    assert!(answered.unwrap_err().is_timeout());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let left = get(&server, latch.name());
+    assert!(matches!(left.as_deref(), Some("2" | "3")), "{left:?}");
+}
