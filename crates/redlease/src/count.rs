@@ -338,16 +338,26 @@ where
     T: FromRedisValue + Send + 'static,
 {
     let conn = conn.clone();
-    let task = tokio::spawn(async move {
-        crate::backoff::retry_transient(retry_for, || async {
-            call.run::<T>(&conn).await.map_err(Error::from)
-        })
-        .await
-    });
+    let task = tokio::spawn(async move { send_until_answered(&conn, &call, retry_for).await });
     match task.await {
         Ok(reply) => reply,
         Err(_) => Err(runtime_stopped()),
     }
+}
+
+/// Sends `call` on `conn`, and again after a time-out or a lost connection
+/// for up to `retry_for`, in the caller's task: for calls whose scripts
+/// record their answer under a request id, from a task already of their
+/// own (a write sent in the background).
+pub(crate) async fn send_until_answered<T: FromRedisValue>(
+    conn: &Connection,
+    call: &ScriptCall,
+    retry_for: Duration,
+) -> Result<T, Error> {
+    crate::backoff::retry_transient(retry_for, || async {
+        call.run::<T>(conn).await.map_err(Error::from)
+    })
+    .await
 }
 
 /// The error of a call whose task never answered: the runtime is shutting

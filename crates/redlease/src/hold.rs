@@ -393,8 +393,6 @@ impl Hold {
 }
 
 impl Hold {
-    /// Lets go of this guard's share of the registration: whether it was
-    /// the last guard of the hold, `None` if it let go before.
     /// The request id of this hold's release, the same each time it is
     /// sent; `None` where the release takes no latch.
     fn release_request(&mut self) -> Option<Arc<str>> {
@@ -409,6 +407,8 @@ impl Hold {
         )
     }
 
+    /// Lets go of this guard's share of the registration: whether it was
+    /// the last guard of the hold, `None` if it let go before.
     fn let_go(&mut self) -> Option<bool> {
         let registration = self.registration.take()?;
         Some(registration.guards.fetch_sub(1, Ordering::AcqRel) == 1)

@@ -14,8 +14,8 @@ use tokio::task::AbortHandle;
 use tokio::time::{Instant, sleep_until};
 
 use super::{expect_released, to_hex};
-use crate::backoff;
 use crate::connection::Connection;
+use crate::count;
 use crate::error::Error;
 use crate::lost::{LostReason, LostSignal};
 use crate::scripts::Latch;
@@ -239,10 +239,9 @@ impl PermitGuard {
             ttl_ms: self.client.answer_ttl_ms(),
         };
         let call = scripts::release(&self.name, &self.raw, conn.publish(), Some(latch));
-        let reply = backoff::retry_transient(self.client.retry_writes_for(), || async {
-            call.run::<Release>(conn).await.map_err(Error::from)
-        })
-        .await;
+        let reply =
+            count::send_until_answered::<Release>(conn, &call, self.client.retry_writes_for())
+                .await;
         let result = match reply {
             Ok(released) => expect_released(&self.name, &self.id, released),
             Err(e) => Err(e.with_key(&self.name)),
@@ -549,15 +548,12 @@ fn release_in_background(
     // A runtime that is shutting down drops the task unpolled; the lease
     // then brings the permit back.
     drop(handle.spawn(async move {
-        let reply = backoff::retry_transient(retry_for, || async {
-            let latch = request.as_ref().map(|(request, ttl_ms)| Latch {
-                request,
-                ttl_ms: *ttl_ms,
-            });
-            let call = scripts::release(&name, &raw, conn.publish(), latch);
-            call.run::<Release>(&conn).await.map_err(Error::from)
-        })
-        .await;
+        let latch = request.as_ref().map(|(request, ttl_ms)| Latch {
+            request,
+            ttl_ms: *ttl_ms,
+        });
+        let call = scripts::release(&name, &raw, conn.publish(), latch);
+        let reply = count::send_until_answered::<Release>(&conn, &call, retry_for).await;
         match reply {
             Ok(reply) => tracing::debug!(key = %name, ?reply, "permit released in the background"),
             Err(e) => tracing::warn!(key = %name, error = %e, "background permit release failed; it returns when its lease ends"),

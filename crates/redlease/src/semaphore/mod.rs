@@ -713,7 +713,8 @@ impl GiveBack {
         } = self.clone();
         drop(handle.spawn(async move {
             let call = scripts::release(&name, permits, &request, answer_ttl_ms, conn.publish());
-            match count::run_retried::<Counted>(&conn, call, retry_for).await {
+            // Already a task of its own: no second one to run it in.
+            match count::send_until_answered::<Counted>(&conn, &call, retry_for).await {
                 Ok(_) => tracing::debug!(key = %name, permits, "gave back the permits of a dropped permit"),
                 Err(e) => tracing::warn!(key = %name, permits, error = %e, "could not give back the permits of a dropped permit; they stay taken"),
             }
