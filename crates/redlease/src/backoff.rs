@@ -38,11 +38,37 @@ pub(crate) async fn pause_after_error(attempt: u32, remaining: Option<Duration>)
     tokio::time::sleep(jittered(step, None, remaining, random_unit())).await;
 }
 
-/// Runs `call` again after a time-out or a lost connection, with the steps
-/// of [`pause_after_error`], until it answers otherwise or `retry_for` has
-/// passed (zero: one call); returns its last answer. For calls that are
-/// safe to repeat: the background withdrawals of fresh acquisitions.
-pub(crate) async fn retry_transient<T, F, Fut>(retry_for: Duration, mut call: F) -> Result<T, Error>
+/// Runs `call` again after a time-out or a lost connection, or an answer
+/// that it did not run, with the steps of [`pause_after_error`], until it
+/// answers otherwise or `retry_for` has passed (zero: one call); returns
+/// its last answer. For calls that are safe to repeat: the background
+/// withdrawals of fresh acquisitions, writes under a request id.
+pub(crate) async fn retry_transient<T, F, Fut>(retry_for: Duration, call: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    retry_while(retry_for, Error::is_transient, call).await
+}
+
+/// Runs `call` again, as [`retry_transient`] does, only after an answer
+/// that it did not run (a redirection, a cluster or master down, a node
+/// loading: [`Error::did_not_run`]): for calls that a repeat could apply
+/// twice, such as the string layout's release, which a lost reply leaves
+/// to the guard's drop.
+pub(crate) async fn retry_not_run<T, F, Fut>(retry_for: Duration, call: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    retry_while(retry_for, Error::did_not_run, call).await
+}
+
+async fn retry_while<T, F, Fut>(
+    retry_for: Duration,
+    again: fn(&Error) -> bool,
+    mut call: F,
+) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
@@ -51,8 +77,9 @@ where
     let mut failures = 0;
     loop {
         match call().await {
-            Err(e) if e.is_transient() && Instant::now() < deadline => {
+            Err(e) if again(&e) && Instant::now() < deadline && !unretried_failover(&e) => {
                 tracing::debug!(error = %e, "not answered; retrying");
+                crate::metrics::retried(e.retry_reason());
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 pause_after_error(failures, Some(remaining)).await;
                 failures = failures.saturating_add(1);
@@ -60,6 +87,13 @@ where
             answered => return answered,
         }
     }
+}
+
+/// A failover's error that the planted bug hands to the caller at once
+/// ([`crate::plant`]); false in every build users make.
+pub(crate) fn unretried_failover(e: &Error) -> bool {
+    use crate::plant::{Plant, on};
+    e.did_not_run() && on(Plant::FailoverErrorsNotRetried)
 }
 
 /// How long a write made safe to repeat is sent again after a time-out or

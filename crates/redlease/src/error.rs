@@ -521,6 +521,36 @@ impl Error {
         )
     }
 
+    /// The server said the command did not run, for now (a redirection
+    /// still unresolved, a cluster or master down, a node loading, a
+    /// Sentinel switch): sending it again is safe for any command, whether
+    /// or not a repeat of it would be (#37).
+    pub(crate) fn did_not_run(&self) -> bool {
+        self.inner.kind == ErrorKind::Unavailable
+    }
+
+    /// Why a request that failed with this error is sent again, as the
+    /// [`RETRIES`](crate::metrics::RETRIES) metric's `reason` label says
+    /// it: the server's code for a command that did not run, `timeout` or
+    /// `connection` for a lost reply.
+    pub(crate) fn retry_reason(&self) -> &'static str {
+        use redis::{ErrorKind as K, ServerErrorKind as S};
+        match self.inner.kind {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            _ => match self.inner.source.as_ref().map(redis::RedisError::kind) {
+                Some(K::Server(S::Moved)) => "moved",
+                Some(K::Server(S::Ask)) => "ask",
+                Some(K::Server(S::TryAgain)) => "tryagain",
+                Some(K::Server(S::ClusterDown)) => "clusterdown",
+                Some(K::Server(S::MasterDown)) => "masterdown",
+                Some(K::Server(S::BusyLoading)) => "loading",
+                Some(K::Server(S::ReadOnly)) => "readonly",
+                _ => "other",
+            },
+        }
+    }
+
     /// The lock name this error is about, if it is about one lock.
     ///
     /// # Examples

@@ -282,16 +282,24 @@ impl Hold {
         let call = self
             .kind
             .release(&self.name, lease_ms, &self.field, conn.publish(), latch);
-        // Under a latch, sent again after a lost reply for as long as the
-        // hold could still be there.
-        let retry_for = if latch.is_some() {
-            release_retry(&self.client, lease_ms)
-        } else {
-            Duration::ZERO
+        // Sent again for as long as the hold could still be there: under a
+        // latch after a lost reply too, without one (the string layout)
+        // only while the server says it did not run, since a repeat of a
+        // release that ran would find the key gone or another's.
+        let retry_for = release_retry(&self.client, lease_ms);
+        let send = || release::run(conn, &call, &self.name);
+        let result = match latch {
+            Some(_) => {
+                backoff::retry_transient(retry_for, send)
+                    .instrument(span.clone())
+                    .await
+            }
+            None => {
+                backoff::retry_not_run(retry_for, send)
+                    .instrument(span.clone())
+                    .await
+            }
         };
-        let result = backoff::retry_transient(retry_for, || release::run(conn, &call, &self.name))
-            .instrument(span.clone())
-            .await;
         let outcome = match &result {
             Ok(()) => "released",
             Err(e) if e.is_not_owner() => {
@@ -423,14 +431,15 @@ impl Drop for Hold {
             let request = self.release_request();
             // Under a latch, sent until answered: a repeat answers as the
             // first did and takes back no re-entered hold. The string
-            // layout's release is sent once.
+            // layout's release is sent again only when it did not run.
+            let retry_for = release_retry(&self.client, lease_ms);
             let retry = match request {
                 Some(request) => release::Retry::Latched {
                     request,
-                    retry_for: release_retry(&self.client, lease_ms),
+                    retry_for,
                     ttl_ms: self.client.answer_ttl_ms(),
                 },
-                None => release::Retry::Once,
+                None => release::Retry::NotRun(retry_for),
             };
             release::in_background(
                 self.client.conn(),

@@ -371,13 +371,13 @@ impl Lock {
     /// How the withdrawal of an acquisition by a `fresh` field (see
     /// [`attempt`](Lock::attempt)) with a lease of `lease_ms` is retried:
     /// until answered, for as long as what it takes back could last (the
-    /// lease, and for a fair lock its queue lease too); once for a shared
-    /// field.
+    /// lease, and for a fair lock its queue lease too); for a shared field,
+    /// only while the server says it did not run.
     fn withdrawal_retry(&self, lease_ms: u64, fresh: bool) -> release::Retry {
-        if !fresh {
-            return release::Retry::Once;
-        }
         let lease = Duration::from_millis(lease_ms);
+        if !fresh {
+            return release::Retry::NotRun(lease);
+        }
         let queue_lease = match self.kind.is_queued() {
             true => self.handle.client.watchdog_timeout(),
             false => Duration::ZERO,

@@ -7,12 +7,12 @@
 //! `metrics-exporter-prometheus`, as in the crate's `prometheus` example)
 //! to collect them.
 //!
-//! Every metric carries the label [`LOCK_LABEL`], whose value is the lock
-//! name's prefix up to its last `:` ([`lock_label`]), so that
-//! `stock:sku:42` and `stock:sku:43` are counted together as `stock:sku`
-//! and the number of series stays bounded whatever the keys hold.
-//! Acquire outcomes and losses carry a second label, [`OUTCOME_LABEL`] or
-//! [`REASON_LABEL`].
+//! Every metric but [`RETRIES`] carries the label [`LOCK_LABEL`], whose
+//! value is the lock name's prefix up to its last `:` ([`lock_label`]), so
+//! that `stock:sku:42` and `stock:sku:43` are counted together as
+//! `stock:sku` and the number of series stays bounded whatever the keys
+//! hold. Acquire outcomes and losses carry a second label,
+//! [`OUTCOME_LABEL`] or [`REASON_LABEL`]; retries only [`REASON_LABEL`].
 
 use std::collections::HashMap;
 use std::fmt;
@@ -63,11 +63,21 @@ pub const LOST: &str = "redlease_lost_total";
 /// the lock (it had expired, been deleted or been taken over).
 pub const UNLOCK_NOT_OWNER: &str = "redlease_unlock_not_owner_total";
 
+/// Counter: requests sent again, labelled [`REASON_LABEL`] with why: the
+/// server said the command did not run (`moved`, `ask`, `tryagain`,
+/// `clusterdown`, `masterdown`, `loading`, `readonly`: a failover or a
+/// migration under way, or `other`), or its reply was lost (`timeout`,
+/// `connection`). Counted by waiting acquires, releases, changes of a
+/// count and watchdog rounds, once per retry, inside the caller's wait or
+/// the lease (#37). The one metric without [`LOCK_LABEL`]: a retry is the
+/// connection's, and one watchdog round renews many names.
+pub const RETRIES: &str = "redlease_retries_total";
+
 /// The label naming the lock's group; see [`lock_label`].
 pub const LOCK_LABEL: &str = "lock";
 /// The label on [`ACQUIRES`] and [`WAIT_SECONDS`].
 pub const OUTCOME_LABEL: &str = "outcome";
-/// The label on [`LOST`].
+/// The label on [`LOST`] and [`RETRIES`].
 pub const REASON_LABEL: &str = "reason";
 
 /// The longest label value, in bytes: a prefix longer than this is cut (at
@@ -228,6 +238,10 @@ pub(crate) fn describe() {
         UNLOCK_NOT_OWNER,
         "unlocks refused: the lock was no longer ours"
     );
+    describe_counter!(
+        RETRIES,
+        "requests sent again after a failover error or a lost reply, by reason"
+    );
 }
 
 // The recording calls, one per event, so that the places where events
@@ -325,6 +339,13 @@ pub(crate) fn lost(label: &Label, reason: LostReason) {
 pub(crate) fn unlock_not_owner(label: &Label) {
     let key = label.key(&label.0.keys.unlock_not_owner, UNLOCK_NOT_OWNER, None);
     counter(key).increment(1);
+}
+
+/// One request sent again, for `reason` ([`RETRIES`]). The key is built
+/// per call: this is the error path.
+pub(crate) fn retried(reason: &'static str) {
+    let key = Key::from_parts(RETRIES, vec![::metrics::Label::new(REASON_LABEL, reason)]);
+    counter(&key).increment(1);
 }
 
 /// Counts per label for one watchdog batch, so that renewing thousands of

@@ -7,10 +7,11 @@
 //!
 //! The bugs are the classic ones of hand-rolled locks: a release or a
 //! renewal that does not check the owner, a fencing counter that begins
-//! again at 1 after Redis lost it, an acquire that takes a held name. Most
-//! are edits of the Lua scripts (made in [`rewrite`], each asserting that
-//! its text is there, so a plant cannot silently stop applying); the
-//! string layout's `SET NX` is a Rust call, and asks [`on`].
+//! again at 1 after Redis lost it, an acquire that takes a held name; and
+//! one of a client that hands a failover's errors to its caller. Most are
+//! edits of the Lua scripts (made in [`rewrite`], each asserting that its
+//! text is there, so a plant cannot silently stop applying); the string
+//! layout's `SET NX` and the retries are Rust code, and ask [`on`].
 
 #[cfg(all(redlease_plant, not(debug_assertions)))]
 compile_error!("the planted bugs (--cfg redlease_plant) are for the judge's debug builds only");
@@ -28,6 +29,10 @@ pub(crate) enum Plant {
     FenceNotSeeded,
     /// An acquire takes a name another owner holds.
     AcquireTakesHeld,
+    /// A failover's errors (`MOVED`, `CLUSTERDOWN`, ...) reach the caller
+    /// at once: waiting acquires and releases do not send again a command
+    /// the server said it did not run (#37).
+    FailoverErrorsNotRetried,
 }
 
 /// Whether `plant` is switched on in this process.
@@ -52,6 +57,7 @@ mod planted {
                 Plant::RenewWithoutOwnerCheck => "renew-without-owner-check",
                 Plant::FenceNotSeeded => "fence-not-seeded",
                 Plant::AcquireTakesHeld => "acquire-takes-held",
+                Plant::FailoverErrorsNotRetried => "failover-errors-not-retried",
             }
         }
 
@@ -85,15 +91,18 @@ mod planted {
                     "if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n",
                     "if true then\n",
                 )],
+                // A Rust change: asks `on`.
+                Plant::FailoverErrorsNotRetried => &[],
             }
         }
     }
 
-    const ALL: [Plant; 4] = [
+    const ALL: [Plant; 5] = [
         Plant::ReleaseWithoutOwnerCheck,
         Plant::RenewWithoutOwnerCheck,
         Plant::FenceNotSeeded,
         Plant::AcquireTakesHeld,
+        Plant::FailoverErrorsNotRetried,
     ];
 
     /// The plants `REDLEASE_PLANT` names (comma-separated), read once.

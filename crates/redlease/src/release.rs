@@ -89,8 +89,11 @@ pub(crate) async fn withdraw_until_answered(
 /// How a release sent in the background treats a failure.
 #[derive(Clone, Debug)]
 pub(crate) enum Retry {
-    /// One try: a string-layout guard's release, which takes no latch.
-    Once,
+    /// Sent again only after an answer that it did not run (a failover or
+    /// a migration under way), for at most this long: a release a repeat
+    /// could apply twice (a string-layout guard's, which takes no latch;
+    /// the withdrawal of one re-entry of a shared field).
+    NotRun(Duration),
     /// Retried while transient, for at most this long: the withdrawal of a
     /// fresh acquisition ([`withdraw_until_answered`]).
     For(Duration),
@@ -126,7 +129,12 @@ pub(crate) fn in_background(
     // then frees the lock.
     drop(handle.spawn(async move {
         let answered = match retry {
-            Retry::Once => withdraw(&conn, kind, &name, &field, lease_ms).await,
+            Retry::NotRun(retry_for) => {
+                backoff::retry_not_run(retry_for, || {
+                    withdraw(&conn, kind, &name, &field, lease_ms)
+                })
+                .await
+            }
             Retry::For(retry_for) => {
                 withdraw_until_answered(&conn, kind, &name, &field, lease_ms, retry_for).await
             }

@@ -256,8 +256,9 @@ impl Undo {
             &self.field,
             self.lease_ms,
             None,
-            // The field is shared with the scope's other holds.
-            release::Retry::Once,
+            // The field is shared with the scope's other holds: a repeat
+            // after a lost reply could take back one of theirs.
+            release::Retry::NotRun(std::time::Duration::from_millis(self.lease_ms)),
         );
     }
 }

@@ -207,6 +207,8 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
         }
         Err(err) => {
             tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
+            // The next round is the retry.
+            crate::metrics::retried(crate::error::Error::from(err).retry_reason());
             failed(&batch);
             (false, Vec::new())
         }

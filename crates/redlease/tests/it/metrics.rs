@@ -329,3 +329,30 @@ async fn spans_name_the_key_and_outcome() {
         "the busy acquire waited"
     );
 }
+
+/// Issue #37: a request sent again is counted by why. An unlock across a
+/// stall longer than the response time-out is sent again after each
+/// time-out until the server answers: `reason="timeout"` grows by them.
+/// (The series has no lock label, so other tests' retries may add to it;
+/// none of them can take from it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_37_retries_are_counted_by_reason() {
+    snapshotter();
+    let retries = || Recorded::take().counter(m::RETRIES, &[(m::REASON_LABEL, "timeout")]);
+    let server = RedisServer::start();
+    let client = crate::support::impatient_client(&server).await;
+    let guard = client
+        .lock(unique("metrics:retried"))
+        .try_lock()
+        .await
+        .unwrap();
+    let before = retries();
+    let released = crate::support::across_a_stall(&server, guard.unlock()).await;
+    released.unwrap();
+    // 900 ms of stall, 200 ms time-outs: at least two.
+    assert!(
+        retries() >= before + 2,
+        "{} retries after {before}",
+        retries()
+    );
+}
