@@ -34,7 +34,11 @@
 //! client, which compares what is wanted (waiters present) with what is
 //! subscribed, so a quick leave-and-rejoin can never end unsubscribed. A
 //! failed `SUBSCRIBE` is retried while waiters remain (they poll meanwhile and
-//! switch to waiting once it works); a channel whose `SUBSCRIBE` or
+//! switch to waiting once it works), and so is a subscription that may have
+//! been lost (a disconnection, a sharded channel whose slot moved): its
+//! waiters poll from the moment it may be gone until it is confirmed again,
+//! so no waiter sleeps on a subscription that is not there, whatever the
+//! new one waits for (#37); a channel whose `SUBSCRIBE` or
 //! `UNSUBSCRIBE` failed is treated as possibly subscribed, so it is always
 //! unsubscribed once unwanted; after a disconnection every wanted channel is
 //! subscribed again.
@@ -53,7 +57,11 @@ use crate::connection::{Connection, Push, Pushes};
 enum SubState {
     Pending,
     Ready,
-    /// `SUBSCRIBE` failed: waiters fall back to polling.
+    /// Not confirmed: `SUBSCRIBE` failed, or the subscription may be gone
+    /// (the connection dropped, or the server dropped a sharded
+    /// subscription whose slot moved) until the manager makes it again.
+    /// Waiters fall back to polling meanwhile, so a release is heard within
+    /// a poll step however long the new subscription takes (#37).
     Failed,
 }
 
@@ -231,6 +239,14 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Channel>> {
         // Updates are single map operations, so a poisoned map is consistent.
         self.channels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `channel` was subscribed again: its waiters stop polling (after one
+    /// more attempt, for a release announced while it was not).
+    fn confirm(&self, channel: &str) {
+        if let Some(entry) = self.lock().get(channel) {
+            entry.state.subscribed.send_replace(SubState::Ready);
+        }
     }
 }
 
@@ -412,6 +428,7 @@ async fn manage(
                         retry_later(&shared, Request::Resubscribe);
                         break;
                     }
+                    shared.confirm(&channel);
                     known.insert(channel, Known::Subscribed);
                 }
             }
@@ -438,6 +455,7 @@ async fn moved(
     match conn.resubscribe_moved(&channel).await {
         Ok(()) => {
             tracing::debug!(channel, "sharded subscription moved with its slot");
+            shared.confirm(&channel);
             known.insert(channel, Known::Subscribed);
         }
         Err(e) => {
@@ -512,13 +530,22 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
                 }
             }
             Push::ShardUnsubscribed(channel) => {
+                // Unasked (the channel is still wanted), its waiters poll
+                // until the manager has subscribed again where the slot
+                // went.
+                if let Some(entry) = shared.lock().get(&channel) {
+                    entry.state.subscribed.send_replace(SubState::Failed);
+                }
                 let _ = shared.reconcile.send(Request::Moved(channel));
             }
             Push::Disconnected => {
                 // Messages may have been lost while the connection was down;
-                // everyone re-checks, and the manager makes sure every
-                // wanted channel is subscribed again.
+                // everyone re-checks, and polls until the manager has made
+                // every wanted channel's subscription again: the new one may
+                // wait for a failover to end and the slot map to follow it,
+                // which no waiter should sleep through.
                 for entry in shared.lock().values() {
+                    entry.state.subscribed.send_replace(SubState::Failed);
                     entry.state.wake_all();
                 }
                 let _ = shared.reconcile.send(Request::Resubscribe);

@@ -175,7 +175,8 @@ pub(crate) async fn wait<C: Contender>(
         let holder_ttl = match outcome {
             Ok(Attempt::Acquired(acquired)) => return Ok(acquired),
             Ok(Attempt::Busy(ttl) | Attempt::Short(ttl)) => Ok(ttl),
-            Err(e) if e.is_transient() => {
+            Err(e) if e.is_transient() && !backoff::unretried_failover(&e) => {
+                crate::metrics::retried(e.retry_reason());
                 contender.restart();
                 if waiting
                     .joined
@@ -253,6 +254,9 @@ impl Waiting<'_> {
                 joined.ready = true;
                 return;
             }
+            // The subscription may be gone (a disconnection, a slot that
+            // moved): poll until it is made again.
+            Some(joined) if joined.ready && !joined.sub.is_ready() => joined.ready = false,
             Some(_) => {}
             None => {
                 let channel = contender.channel();

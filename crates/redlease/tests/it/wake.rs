@@ -387,3 +387,41 @@ async fn release_during_subscribe_is_caught_by_the_retry() {
     let g = acquired_within(waiter, released, Duration::from_secs(1)).await;
     g.unlock().await.unwrap();
 }
+
+/// Issue #37: a waiter whose subscription is gone and cannot be made again
+/// yet (here its user lost the right to the channel, which cuts its
+/// connection; in a Cluster, the slot's new master not known yet) polls
+/// until it is back, so the release is heard within a poll step, not when
+/// the holder's 30 s lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_37_a_waiter_without_its_subscription_polls_until_it_is_back() {
+    let server = RedisServer::start();
+    let acl = |args: &[&str]| {
+        let () = redis::cmd("ACL")
+            .arg(args)
+            .query(&mut server.connection())
+            .unwrap();
+    };
+    acl(&["SETUSER", "waiter", "on", ">pw", "~*", "&*", "+@all"]);
+    let holder = redlease::Client::connect(&server.url()).await.unwrap();
+    let url = format!("redis://waiter:pw@127.0.0.1:{}", server.port());
+    let waiting = redlease::Client::connect(&url).await.unwrap();
+    let name = unique("wake-unsubscribed");
+    let held = holder.lock(&name).try_lock().await.unwrap();
+    let waiter = spawn_waiter(&server, waiting.lock(&name), Duration::from_secs(20), 1).await;
+    // No channel for the waiter's user: Redis cuts its connection, and the
+    // subscriptions made again after it are refused.
+    acl(&["SETUSER", "waiter", "resetchannels"]);
+    let unsubscribed = eventually(Duration::from_secs(2), || {
+        subscribers(&server, &channel_of(&name)) == 0
+    })
+    .await;
+    assert!(unsubscribed.is_some(), "the waiter is still subscribed");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let g = acquired_within(waiter, released, Duration::from_secs(1)).await;
+    // Its release publishes on the channel.
+    acl(&["SETUSER", "waiter", "allchannels"]);
+    g.unlock().await.unwrap();
+}
