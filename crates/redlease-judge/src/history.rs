@@ -97,6 +97,11 @@ pub(crate) struct Event {
     /// Why it failed, for `fail` and `info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) err: Option<String>,
+    /// `unavailable` for a redlease error saying the server could not
+    /// serve it for now (a redirection, a cluster or master down, a node
+    /// loading: `Error::is_unavailable`), which did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
 }
 
 /// Wall-clock Unix time in µs.
@@ -143,6 +148,7 @@ impl Log {
             open: None,
             tokens: Vec::new(),
             err: None,
+            kind: None,
         }
     }
 

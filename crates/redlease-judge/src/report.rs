@@ -110,6 +110,7 @@ pub(crate) fn markdown(run: &RunReport) -> String {
         Class::PermitExcess,
         Class::PermitCount,
         Class::LatchEarly,
+        Class::ErrorWithTimeLeft,
         Class::Recovery,
         Class::Invalid,
     ];

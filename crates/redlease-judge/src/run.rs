@@ -84,6 +84,9 @@ pub(crate) enum Plant {
     FenceNotSeeded,
     /// An acquire that takes a name another owner holds.
     AcquireTakesHeld,
+    /// A client that hands a failover's errors (`MOVED`, `CLUSTERDOWN`,
+    /// ...) to its caller at once, with time left to wait.
+    FailoverErrorsNotRetried,
 }
 
 /// `redlease-judge run`.
@@ -219,6 +222,7 @@ impl RunReport {
         Params {
             lease_ms: self.lease_ms,
             hold_ms: self.hold_ms,
+            wait_ms: self.wait_ms,
         }
     }
 
@@ -803,6 +807,7 @@ fn params(args: &RunArgs) -> Params {
     Params {
         lease_ms: args.lease_ms,
         hold_ms: args.hold_ms,
+        wait_ms: args.wait_ms,
     }
 }
 

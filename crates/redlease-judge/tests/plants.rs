@@ -112,6 +112,15 @@ fn a_fencing_counter_that_begins_again_at_one_is_caught() {
 }
 
 #[test]
+fn failover_errors_handed_to_the_caller_are_caught() {
+    caught(
+        "failover-errors-not-retried",
+        12,
+        &[("cluster", "failover error with time left")],
+    );
+}
+
+#[test]
 fn an_acquire_that_takes_a_held_name_is_caught() {
     caught(
         "acquire-takes-held",

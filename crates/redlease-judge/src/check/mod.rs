@@ -17,9 +17,12 @@
 //! * [`permits`]: never more permits held than the semaphore has, none lost
 //!   or invented by the end;
 //! * [`latch`]: a latch opens only after its count-downs;
+//! * [`answers`]: a redlease caller hears that the server cannot serve (a
+//!   failover under way) only once its wait, or its lease, is spent;
 //! * [`validity`]: the run did what it claims: every client kind acquired,
 //!   every fault hit, every process ended as it should.
 
+mod answers;
 mod blame;
 mod holds;
 mod latch;
@@ -48,6 +51,8 @@ pub(crate) struct Params {
     pub(crate) lease_ms: u64,
     /// The work under the lock per write, in ms.
     pub(crate) hold_ms: u64,
+    /// How long an acquire waits, in ms.
+    pub(crate) wait_ms: u64,
 }
 
 impl Params {
@@ -160,6 +165,9 @@ pub(crate) enum Class {
     PermitCount,
     /// A latch opened before its count-downs.
     LatchEarly,
+    /// A redlease caller told the server could not serve (a redirection,
+    /// a cluster or master down) while it still had time to wait.
+    ErrorWithTimeLeft,
     /// A name not acquirable again once the faults stopped.
     Recovery,
     /// The run did not do what it claims.
@@ -184,6 +192,7 @@ impl Class {
             Class::PermitExcess => "more permits held than exist",
             Class::PermitCount => "permits lost or invented",
             Class::LatchEarly => "latch opened early",
+            Class::ErrorWithTimeLeft => "failover error with time left",
             Class::Recovery => "no recovery",
             Class::Invalid => "invalid run",
         }
@@ -278,6 +287,7 @@ pub(crate) fn check(events: &[Event], faults: &[Fault], finals: &Finals, params:
     order::check(&history.fair, faults, params, &mut out.violations);
     permits::check(&history, &blamed, faults, finals, params, &mut out);
     latch::check(&history, faults, &mut out);
+    answers::check(events, params, &mut out.violations);
     out.faults = blamed.stats;
     for (stat, f) in out.faults.iter_mut().zip(faults) {
         stat.hit = hit_a_holder(&history.holds, f);

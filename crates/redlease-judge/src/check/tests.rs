@@ -10,6 +10,7 @@ use crate::workload::Workload;
 const P: Params = Params {
     lease_ms: 1000,
     hold_ms: 10,
+    wait_ms: 2000,
 };
 
 /// One second, in the histories' µs.
@@ -67,6 +68,7 @@ fn event(p: &str, c: &str, w: Workload, f: Op, ty: Type, name: &str, t: u64) -> 
         open: None,
         tokens: Vec::new(),
         err: None,
+        kind: None,
     }
 }
 
@@ -448,6 +450,36 @@ fn more_permits_held_than_exist_is_a_violation() {
     assert!(c.violations.is_empty(), "{:?}", c.violations());
     let c = judged(&[permit("a", 0), permit("b", 10), permit("c", 20)], &[]);
     assert_eq!(classes(&c), [Class::PermitExcess]);
+    // A Sentinel switch at 5 s, settled at 6 s: a permit taken at 4.5 s
+    // (on the old master) and given back at 5.5 s (on the new one) may
+    // have invented one, for good; three holders at 10 s are excused then,
+    // and not without that hold, nor before its release.
+    let mut switch = fault(FaultKind::Sentinel, "master now x", 5 * S, 5 * S + S / 5);
+    switch.settled = Some(6 * S);
+    let three = [
+        permit("a", 10 * S),
+        permit("b", 10 * S + 10),
+        permit("c", 10 * S + 20),
+    ];
+    let spanning = turn("d", "m", 4 * S + S / 2, S - 2_000, 0);
+    let spanning = Turn {
+        w: Workload::Sem,
+        token: None,
+        lost: None,
+        ..spanning
+    };
+    let mut with = three.to_vec();
+    with.push(spanning.clone());
+    assert!(judged(&with, &[switch.clone()]).violations.is_empty());
+    assert_eq!(
+        classes(&judged(&three, &[switch.clone()])),
+        [Class::PermitExcess]
+    );
+    let mut early = vec![permit("a", 4 * S + S / 2), permit("b", 4 * S + S / 2 + 10)];
+    early.push(permit("c", 4 * S + S / 2 + 20));
+    early.push(spanning);
+    let early = classes(&judged(&early, &[switch]));
+    assert!(!early.is_empty() && early.iter().all(|c| *c == Class::PermitExcess));
 }
 
 #[test]
@@ -468,6 +500,54 @@ fn a_latch_that_opens_before_its_count_downs_is_a_violation() {
         check(&events, &[restart], &Finals::default(), P)
             .violations
             .is_empty()
+    );
+}
+
+#[test]
+fn a_failover_error_before_the_wait_is_spent_is_a_violation() {
+    // An acquire that waits 2 s (P), told "cluster down" after 0.5 s, then
+    // one told so after 2.1 s; a release told so after 0.2 s of its 1 s
+    // lease; Redisson's error after 0.1 s is not judged.
+    let c = "redlease-async-redisson";
+    let unavailable = |p: &str, c: &str, f: Op, t: u64| {
+        let mut e = event(p, c, Workload::Lock, f, Type::Info, "n", t);
+        e.err = Some("redis cannot serve this for now: ClusterDown".into());
+        e.kind = Some("unavailable".into());
+        e
+    };
+    let events = vec![
+        event("a", c, Workload::Lock, Op::Acquire, Type::Invoke, "n", 0),
+        unavailable("a", c, Op::Acquire, S / 2),
+        event("a", c, Workload::Lock, Op::Acquire, Type::Invoke, "n", S),
+        unavailable("a", c, Op::Acquire, S + 2_100_000),
+        event("b", c, Workload::Lock, Op::Release, Type::Invoke, "n", 0),
+        unavailable("b", c, Op::Release, S / 5),
+        event(
+            "j",
+            "redisson-rlock",
+            Workload::Lock,
+            Op::Acquire,
+            Type::Invoke,
+            "n",
+            0,
+        ),
+        unavailable("j", "redisson-rlock", Op::Acquire, S / 10),
+    ];
+    let checked = check(&events, &[], &Finals::default(), P);
+    assert_eq!(
+        classes(&checked),
+        [Class::ErrorWithTimeLeft, Class::ErrorWithTimeLeft]
+    );
+    let lines = checked.violations();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Acquire of n answered after 500 ms of its 2000 ms"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Release of n answered after 200 ms of its 1000 ms"))
     );
 }
 

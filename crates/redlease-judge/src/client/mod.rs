@@ -211,6 +211,10 @@ pub(crate) enum Failure {
     Definite(String),
     /// It may or may not have happened: an error, a time-out.
     Unknown(String),
+    /// A redlease error saying the server could not serve it for now (a
+    /// failover under way): logged as unknown, marked for
+    /// [`crate::check`]'s "failover error with time left".
+    Unavailable(String),
 }
 
 impl Failure {
@@ -218,6 +222,7 @@ impl Failure {
     fn of(e: &::redlease::Error, definite: bool) -> Failure {
         match definite {
             true => Failure::Definite(e.to_string()),
+            false if e.is_unavailable() => Failure::Unavailable(e.to_string()),
             false => Failure::Unknown(e.to_string()),
         }
     }
@@ -350,7 +355,7 @@ impl Loop<'_> {
         let mut held = match prims.acquire(w, name) {
             Ok(held) => held,
             Err(failure) => {
-                let error = matches!(failure, Failure::Unknown(_));
+                let error = !matches!(failure, Failure::Definite(_));
                 log.write(&failed(log, w, Op::Acquire, name, failure))?;
                 if error {
                     // Not a busy lock: no spinning on a server that is down.
@@ -574,12 +579,14 @@ impl Loop<'_> {
 /// The completion of a failed operation: `fail` when it certainly did not
 /// happen, `info` when it may have.
 fn failed(log: &Log, w: Workload, f: Op, name: &str, failure: Failure) -> Event {
-    let (ty, why) = match failure {
-        Failure::Definite(why) => (Type::Fail, why),
-        Failure::Unknown(why) => (Type::Info, why),
+    let (ty, why, kind) = match failure {
+        Failure::Definite(why) => (Type::Fail, why, None),
+        Failure::Unknown(why) => (Type::Info, why, None),
+        Failure::Unavailable(why) => (Type::Info, why, Some("unavailable".to_owned())),
     };
     let mut event = log.event(w, f, ty, name);
     event.err = Some(why);
+    event.kind = kind;
     event
 }
 

@@ -174,14 +174,14 @@ macro_rules! redlease_prims {
 
             fn count_down(&mut self, name: &str) -> Result<(), Failure> {
                 $run!(self, self.client.count_down_latch(name).count_down())
-                    .map_err(|e| Failure::Unknown(e.to_string()))
+                    .map_err(|e| Failure::of(&e, false))
             }
 
             fn await_latch(&mut self, name: &str, wait: Duration) -> Result<bool, Failure> {
                 match $run!(self, self.client.count_down_latch(name).wait_for(wait)) {
                     Ok(()) => Ok(true),
                     Err(e) if e.is_busy() => Ok(false),
-                    Err(e) => Err(Failure::Unknown(e.to_string())),
+                    Err(e) => Err(Failure::of(&e, false)),
                 }
             }
         }
