@@ -70,9 +70,18 @@ enum Next {
     Close,
 }
 
-/// A running fake server; it stops with the runtime it was started on.
+/// A running fake server; it stops accepting when dropped (the
+/// connections it has end when the client closes them), or with the
+/// runtime it was started on.
 pub(crate) struct FakeServer {
     pub(crate) addr: SocketAddr,
+    accepting: tokio::task::AbortHandle,
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
 }
 
 impl FakeServer {
@@ -85,12 +94,13 @@ impl FakeServer {
             bytes,
             channel: b"redisson_lock__channel:{fuzz}".to_vec(),
         }));
-        tokio::spawn(async move {
+        let accepting = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 tokio::spawn(serve(stream, bytes.clone()));
             }
-        });
-        FakeServer { addr }
+        })
+        .abort_handle();
+        FakeServer { addr, accepting }
     }
 }
 
