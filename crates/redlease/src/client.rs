@@ -1218,7 +1218,8 @@ impl ClientBuilder {
             .to_string();
         tracing::debug!(client_id = %id, "redlease client connected");
         crate::metrics::describe();
-        Ok(Client {
+        let on_one_server = !conn.is_cluster();
+        let client = Client {
             shared: Shared::new(Inner {
                 conn,
                 id,
@@ -1234,7 +1235,11 @@ impl ClientBuilder {
                 subscriptions,
                 _stop_watchdog: stop_tx,
             }),
-        })
+        };
+        if let (true, Fencing::Counter { ttl_ms }) = (on_one_server, fencing) {
+            crate::restart::start(&client.shared, ttl_ms);
+        }
+        Ok(client)
     }
 
     /// Checks the options before anything is sent; returns whether

@@ -77,6 +77,10 @@ struct Shared {
     channels: Mutex<HashMap<String, Channel>>,
     /// Work for the manager task.
     reconcile: mpsc::UnboundedSender<Request>,
+    /// How many times the connection dropped: what may have happened to
+    /// the server meanwhile is for others to check (a restart, see
+    /// [`crate::restart`]).
+    disconnections: watch::Sender<u64>,
 }
 
 struct Channel {
@@ -189,11 +193,17 @@ impl Subscriptions {
         let shared = Arc::new(Shared {
             channels: Mutex::new(HashMap::new()),
             reconcile,
+            disconnections: watch::channel(0).0,
         });
         let weak = Arc::downgrade(&shared);
         tokio::spawn(manage(weak.clone(), conn, requests));
         tokio::spawn(dispatch(weak, pushes));
         Subscriptions { shared }
+    }
+
+    /// Changes each time the connection drops; closed with the client.
+    pub(crate) fn disconnections(&self) -> watch::Receiver<u64> {
+        self.shared.disconnections.subscribe()
     }
 
     /// Joins `channel` as a waiter woken as `wakes` says; the subscription
@@ -549,6 +559,7 @@ async fn dispatch(shared: std::sync::Weak<Shared>, mut pushes: Pushes) {
                     entry.state.wake_all();
                 }
                 let _ = shared.reconcile.send(Request::Resubscribe);
+                shared.disconnections.send_modify(|n| *n += 1);
             }
         }
     }

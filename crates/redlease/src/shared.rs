@@ -132,6 +132,11 @@ impl Shared {
         &self.inner.watchdog
     }
 
+    /// Changes each time the client's connection drops.
+    pub(crate) fn disconnections(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.subscriptions.disconnections()
+    }
+
     /// Joins `channel` as a waiter woken as `wakes` says, sharing the
     /// subscription with the client's other waiters on it.
     pub(crate) fn subscribe(&self, channel: String, wakes: Wakes) -> Subscription {
@@ -147,6 +152,12 @@ impl Shared {
         }
     }
 
+    /// A reference that does not keep the client alive, for its own
+    /// background tasks.
+    pub(crate) fn downgrade(&self) -> WeakShared {
+        WeakShared(Arc::downgrade(&self.inner))
+    }
+
     /// The client's random id, the first part of its owner fields.
     pub(crate) fn id(&self) -> &str {
         &self.inner.id
@@ -155,6 +166,15 @@ impl Shared {
     /// The lease of watchdog-mode holds.
     pub(crate) fn watchdog_timeout(&self) -> Duration {
         self.inner.watchdog_timeout
+    }
+}
+
+/// A client's parts, if the client is still there.
+pub(crate) struct WeakShared(std::sync::Weak<Inner>);
+
+impl WeakShared {
+    pub(crate) fn upgrade(&self) -> Option<Shared> {
+        self.0.upgrade().map(|inner| Shared { inner })
     }
 }
 

@@ -186,6 +186,16 @@ impl Watchdog {
     pub(crate) fn len(&self) -> usize {
         self.shared.lock().entries.len()
     }
+
+    /// The names of the locks being renewed, each once.
+    pub(crate) fn names(&self) -> Vec<Arc<str>> {
+        let mut names: Vec<Arc<str>> = (self.shared.lock().entries.values())
+            .map(|e| e.key.clone())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }
 
 impl Shared {

@@ -132,6 +132,41 @@ pub(crate) fn acquire_with(name: &str, lease_ms: u64, field: &str, fencing: Fenc
         .arg(fencing.arg())
 }
 
+pub(super) static SEED: LazyLock<Lua> = LazyLock::new(|| Lua::new("seed", &[SEED_SRC]));
+const SEED_SRC: &str = r"
+local current = redis.pcall('get', KEYS[1])
+if type(current) == 'table' then
+    return 0
+end
+local value = tonumber(current or '0')
+if value == nil or value >= 1000000000000000 then
+    return 0
+end
+local clock = redis.call('time')
+local token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+if tonumber(ARGV[1]) > 0 then
+    redis.call('set', KEYS[1], string.format('%.0f', token), 'px', ARGV[1])
+else
+    redis.call('set', KEYS[1], string.format('%.0f', token))
+end
+return 1
+";
+
+/// Seed lock `name`'s fencing counter from the server's clock, as
+/// [`FENCE`] does when it finds the counter lost, without issuing a token:
+/// after Redis restarted empty, so that the next token anyone issues
+/// (Redisson's `RFencedLock` counts by `INCR` alone) is above every token
+/// issued before the restart (#37).
+///
+/// * KEYS\[1\]: the fencing counter, [`layout::token_key`](crate::layout::token_key).
+/// * ARGV\[1\]: the counter's time to live in milliseconds, `0` for none.
+/// * Returns `1` when it seeded the counter (missing, or an integer below
+///   10^15), `0` when it left it (seeded already, or not an integer, or a
+///   key of another type: an acquire names those).
+pub(crate) fn seed(name: &str, fencing_ttl_ms: u64) -> ScriptCall {
+    ScriptCall::new(&SEED, Prefixed::token_key(name)).arg(fencing_ttl_ms)
+}
+
 /// What an acquire script answered; the reply of [`acquire`] and of the
 /// fair lock's acquire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

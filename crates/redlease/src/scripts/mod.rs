@@ -440,8 +440,9 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 32] = [
+    let scripts: [&'static LazyLock<Lua>; 33] = [
         &lock::ACQUIRE,
+        &lock::SEED,
         &lock::REENTER,
         &lock::RELEASE,
         &lock::RENEW,
@@ -534,19 +535,20 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 32);
+        assert_eq!(listed.len(), 33);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 32);
+        assert_eq!(hashes.len(), 33);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
             [
                 "acquire",
+                "seed",
                 "reenter",
                 "release",
                 "renew",

@@ -257,6 +257,34 @@ async fn tokens_increase_after_redis_restarts_empty() {
     guard.unlock().await.unwrap();
 }
 
+/// Issue #37: a client that held a lock when Redis restarted empty seeds
+/// that name's counter from the clock once it sees the new run id, before
+/// any acquire: Redisson's `RFencedLock`, which counts by `INCR` alone,
+/// then gets a token above every token issued before the restart, where it
+/// got 1 (and every fence refused it) until a redlease acquire came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_37_a_restart_seeds_the_counters_of_the_locks_held() {
+    let mut server = RedisServer::start();
+    let c = redlease::Client::connect(&server.url()).await.unwrap();
+    let name = unique("fence-restart-seed");
+    let held = c.lock(&name).try_lock().await.unwrap();
+    let before = held.fencing_token().unwrap();
+    server.restart();
+    let seeded = eventually(Duration::from_secs(5), || {
+        exists(&server, &counter_of(&name))
+    })
+    .await;
+    assert!(seeded.is_some(), "the counter was not seeded");
+    // A Java `RFencedLock` acquire, as it issues its token.
+    let java: u64 = redis::cmd("INCR")
+        .arg(counter_of(&name))
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(java > before, "token {java} after {before}");
+    // The held lock went with the data; its guard lets go.
+    let _ = held.unlock().await;
+}
+
 /// A counter holding something other than an integer is an error, not a
 /// reset, and the lock is not taken.
 #[tokio::test]
