@@ -16,7 +16,7 @@ const READY_WITHIN: Duration = Duration::from_secs(5);
 
 /// The file in the scratch directory that takes the server's output: its
 /// log, and the configuration errors it prints before it has a log.
-const LOG: &str = "redis.log";
+pub(crate) const LOG: &str = "redis.log";
 
 /// Spawns `program` (`redis-server`, or Valkey's `valkey-server`, which
 /// takes the same arguments) on `port` of 127.0.0.1 with no persistence,

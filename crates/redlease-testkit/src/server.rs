@@ -265,6 +265,15 @@ impl RedisServer {
         self.port
     }
 
+    /// The last `lines` lines of the server's log (its output, restarts
+    /// included), for a test's failure message.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.dir.join(crate::launch::LOG)).unwrap_or_default();
+        let mut tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        tail.reverse();
+        tail.join("\n")
+    }
+
     /// The file name of the server program: `redis-server`, or another
     /// given as [`ServerOptions::program`] (`valkey-server`).
     pub fn program_name(&self) -> String {

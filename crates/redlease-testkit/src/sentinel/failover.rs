@@ -191,7 +191,7 @@ impl SentinelGroup {
                 )),
             }
         });
-        let address = result.unwrap_or_else(|e| panic!("after {after}: {e}"));
+        let address = result.unwrap_or_else(|e| panic!("after {after}: {e}\n{}", self.logs()));
         let port = address
             .rsplit(':')
             .next()

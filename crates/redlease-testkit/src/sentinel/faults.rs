@@ -167,7 +167,7 @@ impl SentinelGroup {
             }
             Ok(())
         })
-        .unwrap_or_else(|e| panic!("after {after}: {e}"));
+        .unwrap_or_else(|e| panic!("after {after}: {e}\n{}", self.logs()));
         answer
     }
 

@@ -48,7 +48,24 @@ impl SentinelGroup {
     /// Sentinels' ports.
     pub(super) fn settle(&self, after: &str, stale: usize) -> Vec<u16> {
         self.wait(SETTLE_WITHIN, |probe| self.look(probe, stale))
-            .unwrap_or_else(|e| panic!("after {after}: {e}"))
+            .unwrap_or_else(|e| panic!("after {after}: {e}\n{}", self.logs()))
+    }
+
+    /// The end of every member's log, Sentinels first: what a failed wait
+    /// shows, since a Sentinel's log says what it did and why
+    /// (`+switch-master`, `+convert-to-slave`, ...).
+    pub(super) fn logs(&self) -> String {
+        let mut out = String::new();
+        let members = self.sentinels.iter().map(|m| ("sentinel", m));
+        for (what, member) in members.chain(self.nodes.iter().map(|m| ("node", m))) {
+            out.push_str(&format!(
+                "--- {what} :{} ({:?}), its log's end:\n{}\n",
+                member.server.port(),
+                member.state,
+                member.server.log_tail(40)
+            ));
+        }
+        out
     }
 
     /// One look at the group, as [`settle`](SentinelGroup::settle) wants it.
