@@ -157,7 +157,13 @@ final class LockOps {
             a.expect(1, "<name1,name2,...>");
             RLock m = multi(r, a.names(0));
             return () -> {
-                m.unlock();
+                // Every member is unlocked whatever the others answer:
+                // unlockAsync sends them all at once. unlock() goes member
+                // by member and stops at the first one no longer held (lost
+                // when Redis restarted, say), which leaves the rest held,
+                // renewed by the watchdog for as long as the process lives
+                // (found by the judge's restart phase, #37).
+                m.unlockAsync(Thread.currentThread().getId()).toCompletableFuture().join();
                 return Replies.VOID;
             };
         });
