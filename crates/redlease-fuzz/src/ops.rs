@@ -59,13 +59,26 @@ pub fn replies(data: &[u8]) {
 /// (redis-rs 1.8, `docs/upstream/redis-rs-reconnect-cycle.md`; about 16 KB
 /// an input). A cycle of redlease's own, unreachable from a live task, is
 /// still reported.
+///
+/// A connection an earlier input left may be written to after its fake
+/// server closed it. A Rust program ignores `SIGPIPE` (its `main` does so),
+/// and such a write fails with `EPIPE`; libFuzzer's `main` does not, and the
+/// signal would kill the run. Tokio's handler for it, installed once and
+/// kept for the process, turns it back into an error.
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .expect("a runtime")
+            .expect("a runtime");
+        #[cfg(unix)]
+        runtime.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            // Dropping the stream keeps the handler: tokio never removes one.
+            drop(signal(SignalKind::pipe()).expect("a SIGPIPE handler"));
+        });
+        runtime
     })
 }
 
