@@ -926,9 +926,12 @@ fn last_event(path: &Path) -> Option<Event> {
 }
 
 /// Acquires each plain lock name with a fresh client of each layout while
-/// the clients still contend, logging what it does in `history` (its holds
-/// are judged with theirs), and says how long each took, in ms (`None`:
-/// not within `bound`).
+/// the clients still contend, every name at once (one after the other, a
+/// name held long by a client held up the probe of the next, which then
+/// went unasked for longer than the bound while it was free: #37), logging
+/// what each does in `history` as a process of its own (its holds are
+/// judged with theirs), and says how long each took, in ms (`None`: not
+/// within `bound`).
 async fn recovery(
     url: &str,
     names: &Names,
@@ -936,10 +939,8 @@ async fn recovery(
     bound: Duration,
     history: &Path,
 ) -> Vec<(String, Option<u64>)> {
-    let mut out = Vec::new();
-    let Ok(mut log) = Log::open(history, "probe-0.1", PROBE) else {
-        return out;
-    };
+    let mut probes = tokio::task::JoinSet::new();
+    let mut n = 0;
     for layout in [
         redlease::layout::Layout::Redisson,
         redlease::layout::Layout::String,
@@ -951,13 +952,20 @@ async fn recovery(
             .build()
             .await;
         for name in names.locks(redisson) {
-            let took = match &client {
-                Ok(client) => probe(client, &name, bound, &mut log).await,
-                Err(_) => None,
-            };
-            out.push((name, took));
+            let (client, history) = (client.as_ref().ok().cloned(), history.to_owned());
+            let process = format!("probe-{n}.1");
+            n += 1;
+            probes.spawn(async move {
+                let took = match (client, Log::open(&history, &process, PROBE)) {
+                    (Some(client), Ok(mut log)) => probe(&client, &name, bound, &mut log).await,
+                    _ => None,
+                };
+                (name, took)
+            });
         }
     }
+    let mut out: Vec<(String, Option<u64>)> = probes.join_all().await;
+    out.sort();
     out
 }
 
