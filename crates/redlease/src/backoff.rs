@@ -64,7 +64,10 @@ where
     retry_while(retry_for, Error::did_not_run, call).await
 }
 
-async fn retry_while<T, F, Fut>(
+/// Runs `call` again, as [`retry_transient`] does, after the errors for
+/// which `again` is true: for callers that pick between the two rules
+/// above.
+pub(crate) async fn retry_while<T, F, Fut>(
     retry_for: Duration,
     again: fn(&Error) -> bool,
     mut call: F,

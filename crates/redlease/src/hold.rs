@@ -287,19 +287,14 @@ impl Hold {
         // only while the server says it did not run, since a repeat of a
         // release that ran would find the key gone or another's.
         let retry_for = release_retry(&self.client, lease_ms);
-        let send = || release::run(conn, &call, &self.name);
-        let result = match latch {
-            Some(_) => {
-                backoff::retry_transient(retry_for, send)
-                    .instrument(span.clone())
-                    .await
-            }
-            None => {
-                backoff::retry_not_run(retry_for, send)
-                    .instrument(span.clone())
-                    .await
-            }
+        let again = match latch {
+            Some(_) => Error::is_transient,
+            None => Error::did_not_run,
         };
+        let result =
+            backoff::retry_while(retry_for, again, || release::run(conn, &call, &self.name))
+                .instrument(span.clone())
+                .await;
         let outcome = match &result {
             Ok(()) => "released",
             Err(e) if e.is_not_owner() => {

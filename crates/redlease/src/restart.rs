@@ -26,6 +26,7 @@ use tokio::sync::watch;
 
 use crate::backoff;
 use crate::connection::Connection;
+use crate::count;
 use crate::error::Error;
 use crate::scripts;
 use crate::shared::{Shared, WeakShared};
@@ -71,13 +72,9 @@ async fn follow(
             "redis restarted (a new run id): seeding the fencing counters of the locks held"
         );
         for name in names {
-            let seeded = backoff::retry_transient(ASK_FOR, || async {
-                scripts::lock::seed(&name, fencing_ttl_ms)
-                    .run::<i64>(&conn)
-                    .await
-                    .map_err(Error::from)
-            })
-            .await;
+            // The script leaves a seeded counter: safe to send again.
+            let call = scripts::lock::seed(&name, fencing_ttl_ms);
+            let seeded = count::send_until_answered::<i64>(&conn, &call, ASK_FOR).await;
             if let Err(e) = seeded {
                 tracing::warn!(key = %name, error = %e, "could not seed the fencing counter");
             }
