@@ -26,6 +26,15 @@ const SETTLE_WITHIN: Duration = Duration::from_secs(45);
 /// time plus an election or two when the master dies.
 const SWITCH_WITHIN: Duration = Duration::from_secs(30);
 
+/// The least `down-after-milliseconds` the Sentinels use while the kit is
+/// not killing or pausing the master itself. A loaded machine (a build
+/// beside the tests) can keep a healthy node from answering `PING` for
+/// over a second, most often a master promoted a moment ago while it
+/// serves its first full sync; with the 1 s a fast failover needs, a
+/// Sentinel then declares it down and fails over a second time, and the
+/// group ends up on a node the test did not expect.
+const DOWN_AFTER_AT_REST: Duration = Duration::from_secs(5);
+
 /// How often a wait asks the nodes again.
 const POLL_EVERY: Duration = Duration::from_millis(50);
 
@@ -37,8 +46,13 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// does the death of the owning process. The Sentinels run `redis-server
 /// <conf> --sentinel` and monitor the master as
 /// [`master_name`](SentinelGroup::master_name) with a quorum of a majority
-/// of them, `down-after-milliseconds` 1000, `failover-timeout` 5000 and
-/// `parallel-syncs` 1 (see [`SentinelOptions`]).
+/// of them, `failover-timeout` 5000 and `parallel-syncs` 1 (see
+/// [`SentinelOptions`]). Their `down-after-milliseconds` is 5000 at rest
+/// and drops to the options' 1000 only while
+/// [`kill_master`](SentinelGroup::kill_master) or
+/// [`pause_master`](SentinelGroup::pause_master) waits for the switch, so
+/// a failover comes fast when a test asks for one and not at all when a
+/// loaded machine slows a node down.
 ///
 /// The group keeps track of which data node is the master as the Sentinels
 /// last agreed. Starting waits until the group is *settled*: every running
@@ -100,7 +114,12 @@ pub struct SentinelOptions {
     /// mode, which they also present to each other).
     pub sentinel_password: Option<String>,
     /// How long the master may not answer before a Sentinel considers it
-    /// down (`down-after-milliseconds`). Default 1 s.
+    /// down (`down-after-milliseconds`) while
+    /// [`kill_master`](SentinelGroup::kill_master) or
+    /// [`pause_master`](SentinelGroup::pause_master) waits for the switch.
+    /// Default 1 s. At other times the Sentinels wait the longer of this
+    /// and 5 s, so that a node slowed by a loaded machine is not failed
+    /// over behind a test's back.
     pub down_after: Duration,
     /// `failover-timeout`: how long a failover may take before it is
     /// aborted, and twice the time before a failed one is retried.

@@ -80,7 +80,8 @@ impl SentinelGroup {
     }
 
     /// Kills the master with SIGKILL and waits until the Sentinels agree on
-    /// a promoted replica: the down-after time (1 s), then an election and
+    /// a promoted replica: the down-after time (1 s, lowered for this from
+    /// the group's 5 s at rest), then an election and
     /// the promotion. Returns the new master's address. The killed node
     /// keeps its port for [`restart_node`](SentinelGroup::restart_node).
     ///
@@ -97,7 +98,7 @@ impl SentinelGroup {
         let master = &mut self.nodes[self.master];
         master.server.kill();
         master.state = State::Killed;
-        self.switch_from(old, &format!("killing the master :{old}"))
+        self.switch_quickly_from(old, &format!("killing the master :{old}"))
     }
 
     /// Stops the master with SIGSTOP, as a partition from everything would,
@@ -120,7 +121,7 @@ impl SentinelGroup {
         let master = &mut self.nodes[self.master];
         master.server.pause();
         master.state = State::Paused;
-        self.switch_from(old, &format!("pausing the master :{old}"))
+        self.switch_quickly_from(old, &format!("pausing the master :{old}"))
     }
 
     /// What killing or pausing the master needs: a replica, a quorum, a
@@ -139,7 +140,21 @@ impl SentinelGroup {
             self.quorum()
         );
         self.settle("before losing the master", 0);
+        // Lowered before the master goes: a Sentinel compares the time
+        // since the master last answered with the value of the moment, so
+        // the switch starts the options' down-after time after the loss.
+        self.set_down_after(self.options.down_after);
         old
+    }
+
+    /// [`switch_from`](SentinelGroup::switch_from) with the down-after time
+    /// lowered by [`before_losing_the_master`](SentinelGroup::before_losing_the_master),
+    /// raised again at once after the switch: the freshly promoted master
+    /// is the node most likely to be slow to answer for a moment.
+    fn switch_quickly_from(&mut self, old: u16, after: &str) -> String {
+        let address = self.switch_from(old, after);
+        self.set_down_after(self.down_after_at_rest());
+        address
     }
 
     /// Waits until every running Sentinel names the same running data node,

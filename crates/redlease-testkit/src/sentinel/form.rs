@@ -1,6 +1,8 @@
 //! Bringing a freshly started group together.
 
-use super::{SETTLE_WITHIN, SentinelGroup, look, shown};
+use std::time::Duration;
+
+use super::{DOWN_AFTER_AT_REST, SETTLE_WITHIN, SentinelGroup, look, shown};
 use crate::probe::Probe;
 
 impl SentinelGroup {
@@ -51,9 +53,9 @@ impl SentinelGroup {
         set.arg("SET")
             .arg(name)
             .arg("down-after-milliseconds")
-            .arg(self.options.down_after.as_millis() as u64)
+            .arg(millis(self.down_after_at_rest()))
             .arg("failover-timeout")
-            .arg(self.options.failover_timeout.as_millis() as u64)
+            .arg(millis(self.options.failover_timeout))
             .arg("parallel-syncs")
             .arg(1);
         if let Some(password) = &self.options.password {
@@ -61,4 +63,33 @@ impl SentinelGroup {
         }
         probe.query::<()>(sentinel, &set)
     }
+
+    /// The down-after time of a group left alone: see
+    /// [`DOWN_AFTER_AT_REST`].
+    pub(super) fn down_after_at_rest(&self) -> Duration {
+        self.options.down_after.max(DOWN_AFTER_AT_REST)
+    }
+
+    /// Sets every running Sentinel's `down-after-milliseconds`.
+    pub(super) fn set_down_after(&self, after: Duration) {
+        let mut probe = self.probe();
+        for port in self.right_sentinels() {
+            probe
+                .query::<()>(
+                    port,
+                    redis::cmd("SENTINEL")
+                        .arg("SET")
+                        .arg(self.master_name())
+                        .arg("down-after-milliseconds")
+                        .arg(millis(after)),
+                )
+                .unwrap_or_else(|e| {
+                    panic!("SENTINEL SET down-after-milliseconds on sentinel :{port}: {e}")
+                });
+        }
+    }
+}
+
+fn millis(time: Duration) -> u64 {
+    u64::try_from(time.as_millis()).unwrap_or(u64::MAX)
 }
