@@ -25,22 +25,7 @@ use crate::scripts::Fencing;
 use crate::semaphore::Semaphore;
 use crate::shared::{Handle, Inner, Shared};
 use crate::watchdog::Watchdog;
-
-/// The lease of a watchdog-mode lock when no other timeout is configured,
-/// as in Redisson (`lockWatchdogTimeout`).
-///
-/// # Examples
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), redlease::Error> {
-/// # let url = redlease_testkit::RedisServer::shared().url();
-/// let client = redlease::Client::connect(&url).await?;
-/// assert_eq!(client.watchdog_timeout(), redlease::DEFAULT_WATCHDOG_TIMEOUT);
-/// # Ok(())
-/// # }
-/// ```
-pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = redlease_grammar::limits::DEFAULT_WATCHDOG_TIMEOUT;
+use crate::watchdog::schedule::{DEFAULT_WATCHDOG_TIMEOUT, MIN_TIMEOUT as MIN_WATCHDOG_TIMEOUT};
 
 /// How long a lock's fencing counter outlives its last acquisition when no
 /// other time is configured; see [`ClientBuilder::fencing_counter_ttl`].
@@ -67,10 +52,6 @@ pub const DEFAULT_FENCING_COUNTER_TTL: Duration = Duration::from_secs(24 * 3600)
 /// The longest [`ClientBuilder::retry_writes_for`] takes: a day, far past
 /// any failover, and records of answers that stay well within memory.
 const MAX_RETRY_WRITES_FOR: Duration = Duration::from_secs(24 * 3600);
-
-/// The shortest watchdog timeout accepted: renewals run every third of it,
-/// and below this they would flood Redis and race their own round trips.
-const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 
 /// A handle to one Redis server for taking locks.
 ///

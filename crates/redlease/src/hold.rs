@@ -24,6 +24,7 @@ use crate::lost::{LostReason, LostSignal};
 use crate::scripts::lock::{Renewal, Renewed};
 use crate::scripts::{Latch, commands};
 use crate::shared::Shared;
+use crate::watchdog::Kept;
 use crate::{metrics, release};
 
 /// How a hold's lease is kept: never both.
@@ -174,8 +175,11 @@ impl Hold {
         let watchdog_id = match &grant.mode {
             LeaseMode::Watchdog => Some(client.watchdog().register(
                 name.clone(),
-                grant.field.clone(),
-                kind.renews_timeouts(),
+                if kind.renews_timeouts() {
+                    Kept::Read(grant.field.clone())
+                } else {
+                    Kept::Lock(grant.field.clone())
+                },
                 grant.label.clone(),
                 grant.sent_at,
                 lost.clone(),

@@ -225,7 +225,7 @@ mod shared;
 mod wait;
 mod watchdog;
 
-pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL, DEFAULT_WATCHDOG_TIMEOUT};
+pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL};
 pub use connection::{PubSubMode, url};
 pub use contract::{Extend, Guard};
 pub use count::{MAX_COUNT, MAX_PERMITS};
@@ -242,6 +242,7 @@ pub use rwlock::ReadWriteLock;
 pub use scope::scope;
 pub use scripts::lua_scripts;
 pub use semaphore::{Semaphore, SemaphorePermit};
+pub use watchdog::schedule::DEFAULT_WATCHDOG_TIMEOUT;
 
 pub use declare::{default_client, install_default};
 /// Declares that an `async fn` runs under a distributed lock:

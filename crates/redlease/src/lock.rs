@@ -539,7 +539,7 @@ impl Contender for Waiter<'_> {
         // Each attempt refreshes a fair waiter's deadline in the queue,
         // which lasts one watchdog timeout.
         let queue_lease = self.lock.handle.client.watchdog_timeout();
-        self.lock.kind.is_queued().then_some(queue_lease / 3)
+        (self.lock.kind.is_queued()).then(|| crate::watchdog::schedule::period(queue_lease))
     }
 
     fn restart(&mut self) {

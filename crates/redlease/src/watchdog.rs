@@ -1,36 +1,46 @@
-//! The watchdog: one task per client renews every watchdog-mode lock it holds.
+//! The watchdog: the one renewal engine. One task per client renews
+//! everything the client holds without a fixed lease: locks (plain, fair,
+//! write, string layout), read holds of read-write locks, and expirable
+//! semaphores' permits. Each is an entry of the registry, [`Kept`] saying
+//! which script renews it; every number of the schedule is in
+//! [`schedule`].
 //!
-//! Every `timeout / 3` (from the start of the last round) the task renews
-//! all registered locks, the oldest renewals first, in batches of
-//! up to [`BATCH`] keys per call of the renewal script
-//! ([`scripts::lock::renew`]), which checks the owner field and
-//! re-`PEXPIRE`s in one step, with up to [`IN_FLIGHT`] calls pipelined on
-//! the connection. On a cluster a round first asks which master serves
-//! which slot (`CLUSTER SLOTS`) and batches the locks by master
-//! ([`scripts::lock::renew_on_node`], a script allowed to touch keys of
-//! every slot of its node), so a round costs about as many calls as on one
-//! node; a lock whose slot the master no longer serves (a migration, a
-//! failover since the map was read) is renewed again in a batch of its own
-//! slot, which the connection routes and redirects like any command. A
-//! server that refuses the per-master script (Redis 6 knows no script
-//! flags) gets per-slot batches from then on: one call per slot in use, up
-//! to 16,384 a round. Rules:
+//! Every [`period`] (a third of the timeout, counted from the start of the
+//! last round) the task renews every entry, the oldest renewals first, in
+//! batches of up to [`BATCH`](schedule::BATCH) entries of one kind per
+//! script call, with up to [`IN_FLIGHT`](schedule::IN_FLIGHT) calls
+//! pipelined on the connection (`round.rs`). Each script checks that the
+//! entry is still ours and extends it in one step: a lock's owner field
+//! ([`scripts::lock::renew`]), a read hold's field and timeout keys
+//! ([`scripts::rwlock::renew_reads`]), a permit's id in its semaphore's
+//! zset ([`scripts::expirable::renew_all`]). On a cluster a round first
+//! asks which master serves which slot (`CLUSTER SLOTS`) and batches the
+//! locks by master ([`scripts::lock::renew_on_node`], a script allowed to
+//! touch keys of every slot of its node), so a round costs about as many
+//! calls as on one node; a lock whose slot the master no longer serves (a
+//! migration, a failover since the map was read) is renewed again in a
+//! batch of its own slot, which the connection routes and redirects like
+//! any command. A server that refuses the per-master script (Redis 6 knows
+//! no script flags) gets per-slot batches from then on. Read holds and
+//! permits are always batched by slot (a semaphore's permits share its
+//! slot). Rules, the same for every kind:
 //!
-//! * A lock the script reports as not ours (key gone, or another owner) is
+//! * An entry the script reports as not ours (key gone, another owner,
+//!   a permit released by id or reclaimed, a key of another type) is
 //!   dropped from the registry and its guard is told
 //!   [`LostReason::OwnerChanged`].
 //! * A failed renewal (error or timeout) is retried every
-//!   [`retry_interval`] while each lock's *deadline* still lies ahead. The
+//!   [`retry_interval`] while each entry's *deadline* still lies ahead. The
 //!   deadline is when the lease could have expired by our monotonic clock:
 //!   the send time of the last successful renewal (or of the acquire) plus
-//!   the timeout; Redis ran the `PEXPIRE` after we sent it, so the key lives
+//!   the timeout; Redis ran the renewal after we sent it, so the lease lasts
 //!   at least that long. At the deadline the guard is told
 //!   [`LostReason::RenewalFailed`], on time even while a renewal is in flight.
-//! * Unlock deregisters the lock synchronously *before* the release is sent.
-//!   A renewal already in flight can still reach Redis after the release, but
-//!   it is owner-checked and owner fields are unique per acquisition, so it
-//!   finds no field and extends nothing: Redisson's "zombie renewal" race
-//!   (their issue #7272) cannot happen.
+//! * Unlock deregisters the entry synchronously *before* the release is
+//!   sent. A renewal already in flight can still reach Redis after the
+//!   release, but it is owner-checked and owner fields (and permit ids) are
+//!   unique per acquisition, so it finds nothing and extends nothing:
+//!   Redisson's "zombie renewal" race (their issue #7272) cannot happen.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -49,20 +59,28 @@ use crate::lost::{LostReason, LostSignal};
 use crate::metrics;
 
 mod round;
+pub(crate) mod schedule;
 
 use round::renew_all;
+use schedule::{period, retry_interval};
 
-/// Locks renewed per script call (Redisson's `lockWatchdogBatchSize`).
-const BATCH: usize = 100;
-
-/// Renewal calls of one round outstanding at once: a new one is sent as
-/// each reply arrives. One at a time, a round of 100,000 locks (1,000 calls)
-/// took 0.5 to 1.3 s on loopback, mostly waiting on round trips; pipelined,
-/// Redis runs the calls back to back. Each call is short (100 keys), so
-/// other clients' commands still run between them; this client's own
-/// acquires and unlocks share the connection and, during a round, queue
-/// behind at most this many renewals.
-const IN_FLIGHT: usize = 8;
+/// What a registered entry keeps alive under its key, which picks the
+/// script that renews it.
+#[derive(Clone)]
+pub(crate) enum Kept {
+    /// A hold on a lock (plain, fair or write, on Redisson's lock hash, or
+    /// the string layout's lock): its owner field
+    /// ([`scripts::lock::renew`](crate::scripts::lock::renew)).
+    Lock(Arc<str>),
+    /// A read hold of a read-write lock: its owner field; its timeout keys
+    /// are renewed too
+    /// ([`scripts::rwlock::renew_reads`](crate::scripts::rwlock::renew_reads)).
+    Read(Arc<str>),
+    /// A permit of an expirable semaphore: its raw id, a member of the
+    /// semaphore's `{name}:timeout` zset whose score is its expiry
+    /// ([`scripts::expirable::renew_all`](crate::scripts::expirable::renew_all)).
+    Permit([u8; 16]),
+}
 
 /// The client's handle on its watchdog task and registry.
 pub(crate) struct Watchdog {
@@ -100,11 +118,8 @@ struct Entry {
     key: Arc<str>,
     /// The key's hash slot on a cluster, which batches group by.
     slot: Option<SlotId>,
-    field: Arc<str>,
-    /// A read hold of a read-write lock: its timeout keys are renewed too
-    /// ([`scripts::rwlock::renew_reads`](crate::scripts::rwlock::renew_reads)).
-    read: bool,
-    /// The lock's metrics label, for renewals and losses.
+    kept: Kept,
+    /// The metrics label of the lock or semaphore, for renewals and losses.
     label: Label,
     /// When the lease could have expired by our clock.
     deadline: Instant,
@@ -132,14 +147,12 @@ impl Watchdog {
         Watchdog { shared, conn }
     }
 
-    /// Starts renewing a lock (a read hold of a read-write lock when
-    /// `read`) whose acquire was sent at `sent_at`. Returns the id to
-    /// deregister it with.
+    /// Starts renewing what `kept` says is held under `key`, acquired by a
+    /// request sent at `sent_at`. Returns the id to deregister it with.
     pub(crate) fn register(
         &self,
         key: Arc<str>,
-        field: Arc<str>,
-        read: bool,
+        kept: Kept,
         label: Label,
         sent_at: Instant,
         lost: LostSignal,
@@ -149,8 +162,7 @@ impl Watchdog {
         let entry = Entry {
             slot: self.conn.slot(&key),
             key,
-            field,
-            read,
+            kept,
             label,
             deadline,
             lost,
@@ -182,14 +194,16 @@ impl Watchdog {
             .is_some_and(|e| e.deadline <= now)
     }
 
-    /// How many locks are being renewed.
+    /// How many holds and permits are being renewed.
     pub(crate) fn len(&self) -> usize {
         self.shared.lock().entries.len()
     }
 
-    /// The names of the locks being renewed, each once.
+    /// The names of the locks being renewed, each once (not the
+    /// semaphores').
     pub(crate) fn names(&self) -> Vec<Arc<str>> {
         let mut names: Vec<Arc<str>> = (self.shared.lock().entries.values())
+            .filter(|e| !matches!(e.kept, Kept::Permit(_)))
             .map(|e| e.key.clone())
             .collect();
         names.sort_unstable();
@@ -234,21 +248,16 @@ impl Shared {
         drop(state);
         // Logged after the lock is let go: acquires and unlocks take it.
         for key in lost {
-            tracing::warn!(key = %key, "lock lost: renewals failed until its lease could have expired");
+            tracing::warn!(key = %key, "lost: renewals failed until its lease could have expired");
         }
         wake
     }
 }
 
-/// How long to wait before retrying after a failed renewal round.
-fn retry_interval(period: Duration) -> Duration {
-    period.min(Duration::from_secs(1))
-}
-
 type Round = Pin<Box<dyn Future<Output = bool> + Send>>;
 
 async fn run(shared: Arc<Shared>, conn: Connection, mut stop: oneshot::Receiver<()>) {
-    let period = shared.timeout / 3;
+    let period = period(shared.timeout);
     // Rounds start a period apart, counted from the start of the last one
     // (#28). Counted from its end, as they were, a round that runs long (a
     // million locks, or renewals queued behind a burst of acquires) delayed
@@ -308,18 +317,6 @@ mod tests {
         connect: Duration::from_secs(1),
     };
 
-    #[test]
-    fn retry_interval_is_bounded_by_period_and_one_second() {
-        assert_eq!(
-            retry_interval(Duration::from_secs(10)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            retry_interval(Duration::from_millis(100)),
-            Duration::from_millis(100)
-        );
-    }
-
     /// A lock whose renewals cannot succeed (nothing listens on the port) is
     /// reported lost at its deadline, judged by the client's clock.
     #[tokio::test(start_paused = true)]
@@ -331,8 +328,7 @@ mod tests {
         let start = Instant::now();
         dog.register(
             "k".into(),
-            "f".into(),
-            false,
+            Kept::Lock("f".into()),
             crate::metrics::shared_label(""),
             start,
             lost.clone(),
@@ -371,8 +367,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         dog.register(
             "a".into(),
-            "f".into(),
-            false,
+            Kept::Lock("f".into()),
             crate::metrics::shared_label(""),
             Instant::now(),
             sender(),
@@ -384,8 +379,7 @@ mod tests {
         // earlier than the first lock's 350 ms.
         dog.register(
             "b".into(),
-            "f".into(),
-            false,
+            Kept::Lock("f".into()),
             crate::metrics::shared_label(""),
             start,
             late.clone(),
@@ -413,8 +407,7 @@ mod tests {
             let sent_at = now - Duration::from_millis(i * 100);
             let id = dog.register(
                 format!("k{i}").into(),
-                "f".into(),
-                false,
+                Kept::Lock("f".into()),
                 crate::metrics::shared_label(""),
                 sent_at,
                 LostSignal::new(),

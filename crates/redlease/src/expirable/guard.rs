@@ -1,16 +1,15 @@
 //! [`PermitGuard`]: one acquired permit, its renewal, its release, and the
 //! release of an acquire whose outcome is unknown ([`Pending`]).
 //!
-//! The holding engine ([`crate::hold`]) keeps holds on Redisson's lock
-//! hash, renewed by the client's watchdog in batched `HEXISTS`/`PEXPIRE`
-//! scripts; a permit is a zset member whose score must move, so its guard
-//! keeps its own small renewal instead (see [`renew`]).
+//! A permit is no hold on a lock hash (it has an id, not an owner field),
+//! so it has a guard of its own rather than a [`crate::hold::Hold`]; but a
+//! renewed permit is renewed as holds are, by the client's watchdog
+//! ([`crate::watchdog`]), in batches of its own kind.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::task::AbortHandle;
 use tokio::time::{Instant, sleep_until};
 
 use super::{expect_released, to_hex};
@@ -20,14 +19,14 @@ use crate::error::Error;
 use crate::lost::{LostReason, LostSignal};
 use crate::scripts::Latch;
 use crate::scripts::expirable::{self as scripts, Release};
-use crate::shared::Shared;
+use crate::shared::{Handle, Shared};
+use crate::watchdog::Kept;
 
 /// How a permit's lease is kept: never both.
 pub(super) enum Lease {
-    /// Renewed every third of `lease` while the guard lives.
+    /// Renewed by the client's watchdog while the guard lives, with the
+    /// watchdog's timeout as the lease.
     Renewed {
-        lease: Duration,
-        lease_ms: u64,
         /// When the acquire was sent: the lease started no earlier.
         sent_at: Instant,
     },
@@ -74,9 +73,10 @@ pub struct PermitGuard {
     id: String,
     /// When a fixed lease ends, moved by `extend`; `None` when renewed.
     expires_at: Option<Mutex<Instant>>,
-    /// A renewed permit's renewal task and its deadline.
-    renewal: Option<Renewal>,
-    /// Set by the renewal task.
+    /// A renewed permit's id in the watchdog's registry; `None` for a
+    /// fixed lease, and once the renewal stopped.
+    watchdog_id: Option<u64>,
+    /// Set by the watchdog.
     lost: LostSignal,
     /// False once a release reply arrived: Drop has nothing left to do.
     armed: bool,
@@ -86,46 +86,21 @@ pub struct PermitGuard {
     release_request: Option<Arc<str>>,
 }
 
-/// A renewed permit's renewal task.
-///
-/// One task per renewing guard, rather than the client's watchdog: the
-/// watchdog's batches are lock-hash renewals, and teaching it zset scores
-/// would make every lock's renewal round pay for a second protocol. A
-/// process holds few permits of a semaphore (it exists to keep them few),
-/// so a timer task and a call per permit every third of the lease cost
-/// little, and the guard controls the task's whole life: aborted when the
-/// guard is released or dropped.
-struct Renewal {
-    task: AbortHandle,
-    /// When the lease could have ended by our clock: the send time of the
-    /// last successful renewal (or of the acquire) plus the lease.
-    deadline: Arc<Mutex<Instant>>,
-}
-
 impl PermitGuard {
-    pub(super) fn new(client: Shared, name: Arc<str>, raw: [u8; 16], lease: Lease) -> PermitGuard {
+    pub(super) fn new(handle: &Handle, raw: [u8; 16], lease: Lease) -> PermitGuard {
         let lost = LostSignal::new();
-        let (expires_at, renewal) = match lease {
+        let (client, name) = (handle.client.clone(), handle.name.clone());
+        let (expires_at, watchdog_id) = match lease {
             Lease::Fixed { expires_at } => (Some(Mutex::new(expires_at)), None),
-            Lease::Renewed {
-                lease,
-                lease_ms,
-                sent_at,
-            } => {
-                let deadline = Arc::new(Mutex::new(sent_at + lease));
-                let task = tokio::spawn(renew(
-                    client.conn().clone(),
+            Lease::Renewed { sent_at } => {
+                let id = client.watchdog().register(
                     name.clone(),
-                    raw,
-                    Period { lease, lease_ms },
-                    deadline.clone(),
+                    Kept::Permit(raw),
+                    handle.label.clone(),
+                    sent_at,
                     lost.clone(),
-                ));
-                let renewal = Renewal {
-                    task: task.abort_handle(),
-                    deadline,
-                };
-                (None, Some(renewal))
+                );
+                (None, Some(id))
             }
         };
         PermitGuard {
@@ -134,7 +109,7 @@ impl PermitGuard {
             raw,
             id: to_hex(&raw),
             expires_at,
-            renewal,
+            watchdog_id,
             lost,
             armed: true,
             release_request: None,
@@ -406,7 +381,7 @@ impl PermitGuard {
 
     /// Returns true if [`lost`](PermitGuard::lost) would resolve now, or is
     /// about to: a renewed permit whose deadline has passed counts as lost at
-    /// once, even before its renewal task has run to report it.
+    /// once, even before the watchdog task has run to report it.
     ///
     /// # Examples
     ///
@@ -429,10 +404,11 @@ impl PermitGuard {
     pub fn is_lost(&self) -> bool {
         let now = Instant::now();
         let expired = self.fixed_end().is_some_and(|at| now >= at);
+        // The deadline before the signal, as a lock's hold reads them: the
+        // watchdog drops an overdue entry and signals in one step.
         let overdue = self
-            .renewal
-            .as_ref()
-            .is_some_and(|r| now >= *lock(&r.deadline));
+            .watchdog_id
+            .is_some_and(|id| self.client.watchdog().overdue(id, now));
         expired || overdue || self.lost.get().is_some()
     }
 
@@ -446,8 +422,8 @@ impl PermitGuard {
     }
 
     fn stop_renewal(&mut self) {
-        if let Some(renewal) = &self.renewal {
-            renewal.task.abort();
+        if let Some(id) = self.watchdog_id.take() {
+            self.client.watchdog().deregister(id);
         }
     }
 }
@@ -475,7 +451,7 @@ impl fmt::Debug for PermitGuard {
             .field("id", &self.id)
             .field(
                 "mode",
-                &if self.renewal.is_some() {
+                &if self.expires_at.is_none() {
                     "renewed"
                 } else {
                     "fixed lease"
@@ -561,66 +537,7 @@ fn release_in_background(
     }));
 }
 
-/// A renewed permit's lease.
-#[derive(Clone, Copy)]
-struct Period {
-    lease: Duration,
-    lease_ms: u64,
-}
-
-/// Renews permit `raw` every third of its lease until the task is aborted
-/// or the permit is lost. A renewal that fails is retried every tenth of
-/// the lease (at most every second) while the deadline lies ahead; at the
-/// deadline, reached even while a renewal is in flight, the guard is told
-/// [`LostReason::RenewalFailed`].
-async fn renew(
-    conn: Connection,
-    name: Arc<str>,
-    raw: [u8; 16],
-    period: Period,
-    deadline: Arc<Mutex<Instant>>,
-    lost: LostSignal,
-) {
-    let every = period.lease / 3;
-    let retry = (period.lease / 10).min(Duration::from_secs(1));
-    let mut next = *lock(&deadline) - period.lease + every;
-    loop {
-        sleep_until(next).await;
-        let until = *lock(&deadline);
-        let sent = Instant::now();
-        let call = scripts::renew(&name, &raw, period.lease_ms, conn.publish());
-        let reply = tokio::select! {
-            reply = call.run::<i64>(&conn) => reply,
-            _ = sleep_until(until) => {
-                lost.set(LostReason::RenewalFailed);
-                return;
-            }
-        };
-        match reply {
-            Ok(1) => {
-                *lock(&deadline) = sent + period.lease;
-                next = sent + every;
-            }
-            Ok(_) => {
-                tracing::debug!(key = %name, "permit gone at renewal");
-                lost.set(LostReason::OwnerChanged);
-                return;
-            }
-            // The key was overwritten with something that is no semaphore:
-            // the permit is gone with it.
-            Err(e) if e.code() == Some("WRONGTYPE") => {
-                lost.set(LostReason::OwnerChanged);
-                return;
-            }
-            Err(e) => {
-                tracing::debug!(key = %name, error = %e, "permit renewal failed; retrying");
-                next = (Instant::now() + retry).min(until);
-            }
-        }
-    }
-}
-
-/// The deadline's lock; a poisoned one still holds a valid instant.
+/// A fixed lease's end; a poisoned lock still holds a valid instant.
 fn lock(deadline: &Mutex<Instant>) -> std::sync::MutexGuard<'_, Instant> {
     deadline.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -546,19 +546,10 @@ impl ExpirableSemaphore {
             Some(lease) => Lease::Fixed {
                 expires_at: sent_at + lease,
             },
-            None => Lease::Renewed {
-                lease: self.handle.client.watchdog_timeout(),
-                lease_ms,
-                sent_at,
-            },
+            None => Lease::Renewed { sent_at },
         };
         tracing::debug!(key = %self.handle.name, "permit acquired");
-        Ok(Attempt::Acquired(PermitGuard::new(
-            self.handle.client.clone(),
-            self.handle.name.clone(),
-            id,
-            lease,
-        )))
+        Ok(Attempt::Acquired(PermitGuard::new(&self.handle, id, lease)))
     }
 
     async fn counts(&self) -> Result<Counts, Error> {

@@ -289,6 +289,75 @@ pub(crate) fn renew(name: &str, id: &[u8], lease_ms: u64, publish: Publish) -> S
     .arg(publish.command())
 }
 
+pub(super) static RENEW_ALL: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new("expirable_renew_all", &[NOW_MS, PERMITS, RENEW_ALL_SRC]));
+// `pcall` per semaphore: one key of the wrong type must not fail the
+// renewal of every other permit of the batch. The checks that raise
+// (`permits`, the reclaim's zset commands) come before any write.
+const RENEW_ALL_SRC: &str = r"
+local live = {}
+for s = 1, #KEYS, 3 do
+    live[s] = pcall(function()
+        permits(KEYS[s])
+        reclaim(KEYS[s], KEYS[s + 1], KEYS[s + 2], ARGV[2], nil)
+    end)
+end
+local expiry = string.format('%.0f', now + tonumber(ARGV[1]))
+local renewed = {}
+for i = 3, #ARGV, 2 do
+    local s = tonumber(ARGV[i])
+    if live[s] and redis.call('zscore', KEYS[s + 1], ARGV[i + 1]) ~= false then
+        redis.call('zadd', KEYS[s + 1], expiry, ARGV[i + 1])
+        renewed[#renewed + 1] = 1
+    else
+        renewed[#renewed + 1] = 0
+    end
+end
+return renewed
+";
+
+/// Renews a batch of permits, of one or more semaphores of one hash slot,
+/// for the watchdog: each to expire `lease_ms` after the server's now, as
+/// [`renew`] does one (Redisson batches nothing here: each Java permit is
+/// renewed by its caller's `updateLeaseTime`).
+///
+/// * KEYS: for each semaphore of the batch, in order of first appearance,
+///   `name`, `{name}:timeout` and `redisson_sc:{name}`.
+/// * ARGV\[1\]: the lease in milliseconds; ARGV\[2\]: `publish` or
+///   `spublish`; then for each permit two values: the index in KEYS of its
+///   semaphore's `name` (1, 4, 7, ...) and its raw id.
+/// * First reclaims every expired permit of each semaphore. Returns an
+///   array with one integer per permit, read by
+///   [`Renewed`](super::lock::Renewed): `1` when the id was still in the
+///   zset and its score is now now + lease, `0` when it was not, or when
+///   its semaphore's keys hold another type (nothing of that semaphore is
+///   written then).
+pub(crate) fn renew_all<'a>(
+    lease_ms: u64,
+    publish: Publish,
+    permits: impl IntoIterator<Item = (&'a str, &'a [u8; 16])>,
+) -> ScriptCall {
+    let mut keys: Vec<String> = Vec::new();
+    let mut first_key: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut args: Vec<(usize, &[u8; 16])> = Vec::new();
+    for (name, id) in permits {
+        let at = *first_key.entry(name).or_insert_with(|| {
+            keys.push(name.to_owned());
+            keys.push(layout::permits_key(name));
+            keys.push(layout::semaphore_channel(name));
+            keys.len() - 2
+        });
+        args.push((at, id));
+    }
+    let mut call = ScriptCall::new(&RENEW_ALL, keys)
+        .arg(lease_ms)
+        .arg(publish.command());
+    for (at, id) in args {
+        call = call.arg(at).arg(&id[..]);
+    }
+    call
+}
+
 pub(super) static COUNTS: LazyLock<Lua> =
     LazyLock::new(|| Lua::new("expirable_counts", &[NOW_MS, PERMITS, COUNTS_SRC]));
 const COUNTS_SRC: &str = r"
@@ -535,6 +604,35 @@ mod tests {
         assert_eq!(Release::from_redis_value(int(0)), Ok(Release::Absent));
         assert_eq!(Release::from_redis_value(int(-1)), Ok(Release::Expired));
         assert!(Release::from_redis_value(int(2)).is_err());
+    }
+
+    #[test]
+    fn renew_all_packs_each_semaphore_once_and_each_id_with_its_index() {
+        let other = [7u8; 16];
+        let call = renew_all(
+            9_000,
+            Publish::Sharded,
+            [("jobs", &ID), ("exports", &other), ("jobs", &other)],
+        );
+        assert_eq!(
+            text(&call.keys()),
+            [
+                "jobs",
+                "{jobs}:timeout",
+                "redisson_sc:{jobs}",
+                "exports",
+                "{exports}:timeout",
+                "redisson_sc:{exports}"
+            ]
+        );
+        let args = call.args();
+        assert_eq!(text(&args[..3]), ["9000", "spublish", "1"]);
+        assert_eq!(args[3], ID.to_vec());
+        assert_eq!(text(&[args[4].clone()]), ["4"]);
+        assert_eq!(args[5], other.to_vec());
+        assert_eq!(text(&[args[6].clone()]), ["1"]);
+        assert_eq!(args[7], other.to_vec());
+        assert_eq!(args.len(), 8);
     }
 
     #[test]

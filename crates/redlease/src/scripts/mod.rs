@@ -440,7 +440,7 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 33] = [
+    let scripts: [&'static LazyLock<Lua>; 34] = [
         &lock::ACQUIRE,
         &lock::SEED,
         &lock::REENTER,
@@ -463,6 +463,7 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &expirable::ACQUIRE,
         &expirable::RELEASE,
         &expirable::RENEW,
+        &expirable::RENEW_ALL,
         &expirable::COUNTS,
         &expirable::TRY_SET,
         &expirable::SET,
@@ -535,14 +536,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 33);
+        assert_eq!(listed.len(), 34);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 33);
+        assert_eq!(hashes.len(), 34);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -569,6 +570,7 @@ pub(crate) mod tests {
                 "expirable_acquire",
                 "expirable_release",
                 "expirable_renew",
+                "expirable_renew_all",
                 "expirable_counts",
                 "expirable_try_set",
                 "expirable_set",

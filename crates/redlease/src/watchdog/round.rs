@@ -11,34 +11,44 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
-use super::{BATCH, Entry, IN_FLIGHT, Shared};
+use super::schedule::{BATCH, IN_FLIGHT};
+use super::{Entry, Kept, Shared};
 use crate::connection::{Connection, SlotId, SlotNodes};
 use crate::lost::LostReason;
 use crate::metrics::{self, Tally};
 use crate::scripts;
 use crate::scripts::lock::{Renewal, Renewed};
 
-/// The locks of one renewal call.
+/// The entries of one renewal call.
 pub(super) struct Batch {
     pub(super) ids: Vec<u64>,
-    /// Locks of several slots of one cluster master, for
-    /// [`scripts::lock::renew_on_node`]; else of one slot (or of the one
-    /// node), for [`scripts::lock::renew`].
-    on_node: bool,
-    /// Read holds of read-write locks, of one slot, for
-    /// [`scripts::rwlock::renew_reads`].
-    reads: bool,
+    script: Script,
 }
 
-/// What a batch's locks share.
+/// Which script renews a batch.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Script {
+    /// Locks of one slot (or of the one node): [`scripts::lock::renew`].
+    Locks,
+    /// Locks of several slots of one cluster master:
+    /// [`scripts::lock::renew_on_node`].
+    OnNode,
+    /// Read holds of read-write locks, of one slot:
+    /// [`scripts::rwlock::renew_reads`].
+    Reads,
+    /// Expirable-semaphore permits, of one slot:
+    /// [`scripts::expirable::renew_all`].
+    Permits,
+}
+
+/// What a batch's entries share: the script and where it runs. Read holds
+/// (two keys each) and permits (three keys per semaphore) are batched by
+/// slot: the permits of a semaphore share its slot, and read holds are
+/// rare enough that a per-node script of their own would not pay.
 #[derive(PartialEq, Eq, Hash)]
 enum Group {
-    Slot(Option<SlotId>),
+    Slot(Script, Option<SlotId>),
     Node(u16),
-    /// Read holds, which renew their timeout keys too; batched by slot (a
-    /// read hold declares two keys per lock), and rare enough that a
-    /// per-node script of their own would not pay.
-    Reads(Option<SlotId>),
 }
 
 /// Which registered locks a round renews.
@@ -61,10 +71,10 @@ impl Shared {
         let mut groups: HashMap<Group, Vec<(Instant, u64)>> = HashMap::new();
         let mut add = |id: u64, entry: &Entry| {
             let node = nodes.zip(entry.slot).and_then(|(n, slot)| n.node_of(slot));
-            let group = if entry.read {
-                Group::Reads(entry.slot)
-            } else {
-                node.map_or(Group::Slot(entry.slot), Group::Node)
+            let group = match entry.kept {
+                Kept::Lock(_) => node.map_or(Group::Slot(Script::Locks, entry.slot), Group::Node),
+                Kept::Read(_) => Group::Slot(Script::Reads, entry.slot),
+                Kept::Permit(_) => Group::Slot(Script::Permits, entry.slot),
             };
             groups.entry(group).or_default().push((entry.deadline, id));
         };
@@ -92,8 +102,10 @@ impl Shared {
                     chunk[0].0,
                     Batch {
                         ids: chunk.iter().map(|(_, id)| *id).collect(),
-                        on_node: matches!(group, Group::Node(_)),
-                        reads: matches!(group, Group::Reads(_)),
+                        script: match group {
+                            Group::Slot(script, _) => script,
+                            Group::Node(_) => Script::OnNode,
+                        },
                     },
                 ));
             }
@@ -151,8 +163,8 @@ async fn renew_batches(
     }
 }
 
-/// A lock of a renewal batch: id, name, owner field, metrics label.
-type Batched = (u64, Arc<str>, Arc<str>, Label);
+/// An entry of a renewal batch: id, name, what it keeps, metrics label.
+type Batched = (u64, Arc<str>, Kept, Label);
 
 /// Renews the locks of `chunk` still registered, in one call: whether the
 /// call went through, and the locks it could not renew where it ran.
@@ -167,21 +179,31 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
             .filter_map(|id| {
                 entries
                     .get(id)
-                    .map(|e| (*id, e.key.clone(), e.field.clone(), e.label.clone()))
+                    .map(|e| (*id, e.key.clone(), e.kept.clone(), e.label.clone()))
             })
             .collect()
     };
     if batch.is_empty() {
         return (true, Vec::new());
     }
-    let locks = batch.iter().map(|(_, key, field, _)| (&**key, &**field));
-    let call = if chunk.reads {
-        scripts::rwlock::renew_reads(shared.timeout_ms, locks)
-    } else if chunk.on_node {
-        scripts::lock::renew_on_node(shared.timeout_ms, locks)
-    } else {
-        scripts::lock::renew(shared.timeout_ms, locks)
+    let held = batch.iter().filter_map(|(_, key, kept, _)| match kept {
+        Kept::Lock(field) | Kept::Read(field) => Some((&**key, &**field)),
+        Kept::Permit(_) => None,
+    });
+    let lease_ms = shared.timeout_ms;
+    let call = match chunk.script {
+        Script::Locks => scripts::lock::renew(lease_ms, held),
+        Script::OnNode => scripts::lock::renew_on_node(lease_ms, held),
+        Script::Reads => scripts::rwlock::renew_reads(lease_ms, held),
+        Script::Permits => {
+            let permits = batch.iter().filter_map(|(_, key, kept, _)| match kept {
+                Kept::Permit(id) => Some((&**key, id)),
+                Kept::Lock(_) | Kept::Read(_) => None,
+            });
+            scripts::expirable::renew_all(lease_ms, conn.publish(), permits)
+        }
     };
+    let on_node = chunk.script == Script::OnNode;
     let sent_at = Instant::now();
     match call.run::<Renewed>(&conn).await {
         Ok(Renewed(renewed)) if renewed.len() == batch.len() => {
@@ -196,7 +218,7 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
             failed(&batch);
             (false, Vec::new())
         }
-        Err(err) if chunk.on_node && !crate::error::Error::from(err.clone()).is_transient() => {
+        Err(err) if on_node && !crate::error::Error::from(err.clone()).is_transient() => {
             // Not a network or failover hiccup: this server will not run
             // the per-master script (Redis 6 has no script flags, or an
             // ACL). Renew these by slot now, and every lock from now on.
@@ -206,7 +228,7 @@ async fn renew_batch(shared: &Shared, conn: Connection, chunk: &Batch) -> (bool,
             (true, batch.iter().map(|(id, ..)| *id).collect())
         }
         Err(err) => {
-            tracing::warn!(error = %err, locks = batch.len(), "lock renewal failed; retrying");
+            tracing::warn!(error = %err, held = batch.len(), "renewal failed; retrying");
             // The next round is the retry.
             crate::metrics::retried(crate::error::Error::from(err).retry_reason());
             failed(&batch);
@@ -257,10 +279,10 @@ impl Shared {
         for (key, reason) in lost {
             match reason {
                 LostReason::OwnerChanged => {
-                    tracing::warn!(key = %key, "lock lost: renewal found another owner or no key")
+                    tracing::warn!(key = %key, "lost: renewal found another owner, or nothing")
                 }
                 _ => {
-                    tracing::warn!(key = %key, "lock lost: renewed only after its lease could have expired")
+                    tracing::warn!(key = %key, "lost: renewed only after its lease could have expired")
                 }
             }
         }

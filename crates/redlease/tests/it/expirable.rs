@@ -849,3 +849,72 @@ async fn issue_37_a_release_whose_reply_is_lost_is_answered_and_counts_once() {
         assert!(answered.is_ok(), "{how}: {answered:?}");
     }
 }
+
+/// Thousands of renewed permits are renewed by the client's one watchdog
+/// task, in batches, as held locks are: holding them starts no task, and
+/// every one outlives several leases (#38). Before, each permit's guard ran
+/// a renewal task of its own: 2,000 permits, 2,000 tasks.
+#[tokio::test]
+async fn issue_38_thousands_of_renewed_permits_share_the_clients_one_renewal_task() {
+    const PERMITS: usize = 2_000;
+    let server = RedisServer::shared();
+    let lease = Duration::from_millis(900);
+    let c = client_with_watchdog(server, lease).await;
+    let semaphore = semaphore(&c, "pes-issue-38-tasks", PERMITS as i64).await;
+    let runtime = tokio::runtime::Handle::current().metrics();
+    let before = runtime.num_alive_tasks();
+    let mut permits = Vec::with_capacity(PERMITS);
+    for _ in 0..PERMITS {
+        permits.push(semaphore.try_acquire().await.unwrap());
+    }
+    let tasks = runtime.num_alive_tasks();
+    assert!(
+        tasks <= before + 1,
+        "{PERMITS} permits held with {tasks} tasks alive, {before} before"
+    );
+    assert_eq!(c.renewing(), PERMITS);
+    // Three leases: every permit is renewed again and again.
+    tokio::time::sleep(lease * 3).await;
+    assert_eq!(semaphore.available_permits().await.unwrap(), 0);
+    let now = server_ms(server);
+    let scores = acquired_raw(server, semaphore.name());
+    assert_eq!(scores.len(), PERMITS);
+    assert!(scores.iter().all(|(_, score)| *score as i64 > now));
+    assert!(permits.iter().all(|p| !p.is_lost()));
+    assert_eq!(c.renewing(), PERMITS);
+    for permit in permits {
+        permit.release().await.unwrap();
+    }
+    assert_eq!(c.renewing(), 0);
+    assert_eq!(semaphore.available_permits().await.unwrap(), PERMITS as i64);
+}
+
+/// A semaphore whose keys were overwritten with another type loses its
+/// renewed permits, and only those: the permits of another semaphore in
+/// the same renewal batch are still renewed (#38).
+#[tokio::test]
+async fn issue_38_a_wrong_type_loses_only_its_own_semaphores_permits() {
+    let server = RedisServer::shared();
+    let lease = Duration::from_millis(300);
+    let c = client_with_watchdog(server, lease).await;
+    let broken = semaphore(&c, "pes-issue-38-broken", 1).await;
+    let kept = semaphore(&c, "pes-issue-38-kept", 1).await;
+    let lost = broken.try_acquire().await.unwrap();
+    let held = kept.try_acquire().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(timeout_key(broken.name()))
+        .arg("not a zset")
+        .query(&mut server.connection())
+        .unwrap();
+    let reason = tokio::time::timeout(SOON, lost.lost()).await.unwrap();
+    assert_eq!(reason, LostReason::OwnerChanged);
+    tokio::time::sleep(lease * 2).await;
+    assert!(!held.is_lost());
+    assert_eq!(c.renewing(), 1);
+    held.release().await.unwrap();
+    drop(lost);
+    let _: () = redis::cmd("DEL")
+        .arg(timeout_key(broken.name()))
+        .query(&mut server.connection())
+        .unwrap();
+}
