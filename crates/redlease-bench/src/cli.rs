@@ -114,13 +114,14 @@ pub(crate) enum Bench {
         #[arg(default_value_t = FAIRNESS_SECONDS)]
         seconds: u64,
     },
-    /// What holding many watchdog-mode locks at once costs the client and
-    /// Redis, by number of locks.
+    /// What holding many watchdog-mode locks, and as many renewed
+    /// expirable-semaphore permits, at once costs the client and Redis, by
+    /// number held.
     Scale {
         /// Seconds the locks are held, in each row.
         #[arg(default_value_t = SCALE.seconds)]
         seconds: u64,
-        /// Locks held at once, a row each.
+        /// Locks (and permits) held at once, a row each.
         #[arg(value_name = "LOCKS", default_values_t = SCALE.counts.to_vec())]
         counts: Vec<usize>,
         /// On a private 3-master cluster instead of the single node.
@@ -217,6 +218,10 @@ pub(crate) enum Bench {
         /// (what the allocator then keeps besides the client, #28).
         #[arg(long)]
         interleaved: bool,
+        /// Holds renewed expirable-semaphore permits instead of locks
+        /// (#38), 1,000 per semaphore.
+        #[arg(long, conflicts_with = "interleaved")]
+        permits: bool,
     },
 }
 

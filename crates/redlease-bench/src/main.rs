@@ -152,6 +152,7 @@ async fn main() -> ExitCode {
             masters,
             watchdog_ms,
             interleaved,
+            permits,
         } => {
             let watchdog = std::time::Duration::from_millis(watchdog_ms);
             let handles = if interleaved {
@@ -159,7 +160,12 @@ async fn main() -> ExitCode {
             } else {
                 roundtrips::Handles::First
             };
-            scale::worker(&url, seconds, locks, &masters, watchdog, handles).await;
+            let what = if permits {
+                scale::What::Permits
+            } else {
+                scale::What::Locks
+            };
+            scale::worker(&url, seconds, locks, &masters, watchdog, handles, what).await;
             return ExitCode::SUCCESS;
         }
     };

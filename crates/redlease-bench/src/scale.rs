@@ -1,6 +1,7 @@
 //! The watchdog at scale: one client holds many watchdog-mode locks at once
-//! for a while; what does that cost the client and Redis, and does it lose
-//! any?
+//! for a while, and then as many renewed expirable-semaphore permits (1,000
+//! per semaphore, `scale-worker --permits`), which the same watchdog renews
+//! (#38); what does that cost the client and Redis, and does it lose any?
 //!
 //! Each lock count runs in a fresh process (this program re-run as
 //! `scale-worker`), so that the memory one count's locks leave behind in
@@ -45,9 +46,18 @@ const SAMPLE: Duration = Duration::from_millis(100);
 
 /// Prints the watchdog-at-scale tables: `seconds` of holding per count.
 pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
-    let reports: Vec<(usize, Report)> = counts
+    // Locks and permits at each count, side by side: the watchdog renews
+    // both (#38).
+    let reports: Vec<(usize, What, Report)> = counts
         .iter()
-        .map(|&n| (n, worker_run(target, seconds, n, &[])))
+        .flat_map(|&n| [(n, What::Locks), (n, What::Permits)])
+        .map(|(n, what)| {
+            let extra: &[&str] = match what {
+                What::Locks => &[],
+                What::Permits => &["--permits"],
+            };
+            (n, what, worker_run(target, seconds, n, extra))
+        })
         .collect();
     // The same acquires with each handle made just before its acquire, at
     // one count (the largest up to 100,000): what the allocator keeps
@@ -64,16 +74,17 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
         Target::Cluster(_) => format!(" on a cluster of {}", target.label()),
     };
     println!(
-        "## Watchdog at scale{on}: locks held by one client, default watchdog (30 s lease, renewed every 10 s), {seconds} s hold\n"
+        "## Watchdog at scale{on}: locks or expirable-semaphore permits held by one client, default watchdog (30 s lease, renewed every 10 s), {seconds} s hold\n"
     );
     println!(
-        "| locks | acquire (256 in flight) | client RSS per lock, held | at end of hold | client CPU over hold (user+sys) | share of one core | Redis memory per lock | release (256 in flight) |"
+        "| held | acquire (256 in flight) | client RSS per one held | at end of hold | client CPU over hold (user+sys) | share of one core | Redis memory per one held | release (256 in flight) |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (n, r) in &reports {
+    for (n, what, r) in &reports {
         let per = |bytes: f64| bytes / *n as f64;
         println!(
-            "| {n} | {:.2} s ({:.0}/s) | {:.0} B | {:.0} B | {:.2} s | {:.2}% | {:.0} B | {:.2} s ({:.0}/s) |",
+            "| {n} {} | {:.2} s ({:.0}/s) | {:.0} B | {:.0} B | {:.2} s | {:.2}% | {:.0} B | {:.2} s ({:.0}/s) |",
+            what.noun(),
             r.acquire_s,
             *n as f64 / r.acquire_s,
             per(r.rss_held - r.rss_base),
@@ -86,7 +97,9 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
         );
     }
     println!();
-    let mut note = "Client RSS per lock counts everything the process grew by while acquiring: the client's hold (guard, registration, loss signal, owner field, watchdog entry) and the lock's handle and name, made before the acquires.".to_owned();
+    let mut note = format!(
+        "Client RSS per one held counts everything the process grew by while acquiring: for a lock, the client's hold (guard, registration, loss signal, owner field, watchdog entry) and the lock's handle and name, made before the acquires; for a permit, its guard and watchdog entry ({PERMITS_PER_SEMAPHORE} permits per semaphore). Redis memory per permit is the zset member with its score."
+    );
     if let Some((n, r)) = interleaved {
         note += &format!(
             " With each handle made just before its acquire's task is spawned (`scale-worker --interleaved`), {n} locks grew the process by {:.0} B per lock: the names the guards keep land between the tasks' memory, and glibc's allocator cannot reuse the holes the finished tasks leave for the next ones.",
@@ -96,13 +109,14 @@ pub(crate) fn run(target: Target<'_>, seconds: u64, counts: &[usize]) {
     println!("{note}");
     println!();
     println!(
-        "| locks | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(locks/100) per master, summed | `EVALSHA`/s | locks per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry | PTTL at end (min .. max) |",
+        "| held | hash slots in use | whole renewal rounds in hold | `EVALSHA` per round (min .. max) | expected: ceil(n/100) per master (locks) or per slot (permits), summed | `EVALSHA`/s | renewed per `EVALSHA` | longest round (±{} ms) | guards lost (`is_lost` / `lost()`) | keys without owner or expiry, permits gone | time left at end (min .. max) |",
         SAMPLE.as_millis()
     );
     println!("|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---|");
-    for (n, r) in &reports {
+    for (n, what, r) in &reports {
         println!(
-            "| {n} | {} | {:.0} | {:.0} .. {:.0} | {:.0} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
+            "| {n} {} | {} | {:.0} | {:.0} .. {:.0} | {:.0} | {:.1} | {:.0} | {:.1} s | {:.0} / {:.0} | {:.0} | {:.1} s .. {:.1} s |",
+            what.noun(),
             if matches!(target, Target::Single(_)) {
                 "1 (no cluster)".to_owned()
             } else {
@@ -242,6 +256,7 @@ pub(crate) async fn worker(
     masters: &[String],
     watchdog: Duration,
     handles: Handles,
+    what: What,
 ) {
     let hold = Duration::from_secs(seconds);
     let master_urls = if masters.is_empty() {
@@ -270,21 +285,30 @@ pub(crate) async fn worker(
     r.rss_base = probe::memory("VmRSS") as f64;
     r.redis_base = stats.info_field("memory", "used_memory");
     let started = Instant::now();
-    let guards = acquire_all(&client, &format!("bench:scale:{n}"), n, handles).await;
+    let held = match what {
+        What::Locks => {
+            Held::Locks(acquire_all(&client, &format!("bench:scale:{n}"), n, handles).await)
+        }
+        What::Permits => {
+            Held::Permits(acquire_permits(&client, &format!("bench:scale:permits:{n}"), n).await)
+        }
+    };
     r.acquire_s = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(200)).await;
     r.rss_held = probe::memory("VmRSS") as f64;
     r.redis_held = stats.info_field("memory", "used_memory");
+    let names = held.names();
     let mut per_slot = std::collections::HashMap::<u16, usize>::new();
-    for guard in &guards {
-        *per_slot.entry(key_slot(guard.name())).or_default() += 1;
+    for name in &names {
+        *per_slot.entry(key_slot(name)).or_default() += 1;
     }
     r.slots = per_slot.len() as f64;
-    r.expected_calls = stats
-        .per_master(guards.iter().map(|g| g.name()))
-        .iter()
-        .map(|n| n.div_ceil(100))
-        .sum::<usize>() as f64;
+    // Locks are renewed in batches per master, permits per slot.
+    let per_batch = match what {
+        What::Locks => stats.per_master(names.iter().copied()),
+        What::Permits => per_slot.values().copied().collect(),
+    };
+    r.expected_calls = per_batch.iter().map(|n| n.div_ceil(100)).sum::<usize>() as f64;
 
     // The hold: nothing runs but the watchdog and the sampler.
     let stop = Arc::new(AtomicBool::new(false));
@@ -346,43 +370,213 @@ pub(crate) async fn worker(
         .as_secs_f64();
 
     // Every guard and every key.
-    r.lost_flag = guards.iter().filter(|g| g.is_lost()).count() as f64;
-    // `lost()` resolves at its first poll if a loss was ever recorded; one
-    // poll each, with no timer (a zero timeout waits for a timer tick).
-    let mut cx = Context::from_waker(Waker::noop());
-    r.lost_signal = guards
-        .iter()
-        .filter(|g| pin!(g.lost()).poll(&mut cx).is_ready())
-        .count() as f64;
-    let (mut bad, mut min, mut max) = (0u64, i64::MAX, i64::MIN);
-    let names: Vec<&str> = guards.iter().map(|g| g.name()).collect();
-    let replies = stats.per_key(&names, 2, |pipe, i| {
-        pipe.cmd("HEXISTS").arg(names[i]).arg(guards[i].owner());
-        pipe.cmd("PTTL").arg(names[i]);
-    });
-    for pair in replies.chunks(2) {
-        if pair[0] != 1 || pair[1] < 0 {
-            bad += 1;
-        } else {
-            min = min.min(pair[1]);
-            max = max.max(pair[1]);
-        }
-    }
+    let (lost_flag, lost_signal) = held.lost();
+    r.lost_flag = lost_flag as f64;
+    r.lost_signal = lost_signal as f64;
+    let (bad, min, max) = held.check(&mut stats);
     r.keys_bad = bad as f64;
     r.pttl_min_ms = if min == i64::MAX { 0.0 } else { min as f64 };
     r.pttl_max_ms = if max == i64::MIN { 0.0 } else { max as f64 };
 
-    let names: Vec<String> = guards.iter().map(|g| g.name().to_owned()).collect();
     let started = Instant::now();
-    release_all(guards).await;
+    let left = held.release(&mut stats).await;
     r.release_s = started.elapsed().as_secs_f64();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let left: i64 = stats
-        .per_key(&names, 1, |pipe, i| {
-            pipe.cmd("EXISTS").arg(names[i]);
-        })
-        .iter()
-        .sum();
-    assert_eq!(left, 0, "{left} lock keys left after unlocking");
+    assert_eq!(left, 0, "{left} locks or permits left after releasing");
     r.print();
+}
+
+/// What a scale run holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum What {
+    /// Watchdog-mode locks, one name each.
+    Locks,
+    /// Renewed permits of expirable semaphores of [`PERMITS_PER_SEMAPHORE`]
+    /// permits each.
+    Permits,
+}
+
+impl What {
+    fn noun(self) -> &'static str {
+        match self {
+            What::Locks => "locks",
+            What::Permits => "permits",
+        }
+    }
+}
+
+/// Permits per semaphore in a permit run: many per semaphore, as a
+/// semaphore is used, over enough semaphores to spread over a cluster.
+const PERMITS_PER_SEMAPHORE: usize = 1_000;
+
+/// What a worker holds.
+enum Held {
+    Locks(Vec<redlease::LockGuard>),
+    Permits(Vec<redlease::PermitGuard>),
+}
+
+impl Held {
+    /// The key each holds on, with repeats.
+    fn names(&self) -> Vec<&str> {
+        match self {
+            Held::Locks(guards) => guards.iter().map(|g| g.name()).collect(),
+            Held::Permits(guards) => guards.iter().map(|g| g.name()).collect(),
+        }
+    }
+
+    /// How many are lost by `is_lost()`, and by a `lost()` that resolved.
+    fn lost(&self) -> (usize, usize) {
+        // `lost()` resolves at its first poll if a loss was ever recorded;
+        // one poll each, with no timer (a zero timeout waits for a tick).
+        let mut cx = Context::from_waker(Waker::noop());
+        match self {
+            Held::Locks(guards) => (
+                guards.iter().filter(|g| g.is_lost()).count(),
+                guards
+                    .iter()
+                    .filter(|g| pin!(g.lost()).poll(&mut cx).is_ready())
+                    .count(),
+            ),
+            Held::Permits(guards) => (
+                guards.iter().filter(|g| g.is_lost()).count(),
+                guards
+                    .iter()
+                    .filter(|g| pin!(g.lost()).poll(&mut cx).is_ready())
+                    .count(),
+            ),
+        }
+    }
+
+    /// In Redis: how many are gone or never expire, and the least and the
+    /// most time left of the others, in ms (a lock's `PTTL`, a permit's
+    /// score less the server's now).
+    fn check(&self, stats: &mut Masters) -> (u64, i64, i64) {
+        let names = self.names();
+        let left: Vec<i64> = match self {
+            Held::Locks(guards) => {
+                let replies = stats.per_key(&names, 2, |pipe, i| {
+                    pipe.cmd("HEXISTS").arg(names[i]).arg(guards[i].owner());
+                    pipe.cmd("PTTL").arg(names[i]);
+                });
+                replies
+                    .chunks(2)
+                    .map(|pair| if pair[0] != 1 { -1 } else { pair[1] })
+                    .collect()
+            }
+            Held::Permits(guards) => {
+                let ids: Vec<Vec<u8>> = guards.iter().map(|g| unhex(g.id())).collect();
+                stats.per_key(&names, 1, |pipe, i| {
+                    pipe.cmd("EVAL")
+                        .arg(TIME_LEFT)
+                        .arg(1)
+                        .arg(format!("{{{}}}:timeout", names[i]))
+                        .arg(&ids[i]);
+                })
+            }
+        };
+        let (mut bad, mut min, mut max) = (0u64, i64::MAX, i64::MIN);
+        for ms in left {
+            if ms < 0 {
+                bad += 1;
+            } else {
+                min = min.min(ms);
+                max = max.max(ms);
+            }
+        }
+        (bad, min, max)
+    }
+
+    /// Releases every one, 256 at a time; returns how many keys (locks) or
+    /// ids (permits) are left in Redis.
+    async fn release(self, stats: &mut Masters) -> i64 {
+        match self {
+            Held::Locks(guards) => {
+                let names: Vec<String> = guards.iter().map(|g| g.name().to_owned()).collect();
+                release_all(guards).await;
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                stats
+                    .per_key(&names, 1, |pipe, i| {
+                        pipe.cmd("EXISTS").arg(names[i]);
+                    })
+                    .iter()
+                    .sum()
+            }
+            Held::Permits(guards) => {
+                let mut names: Vec<String> = guards.iter().map(|g| g.name().to_owned()).collect();
+                names.sort_unstable();
+                names.dedup();
+                release_permits(guards).await;
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                stats
+                    .per_key(&names, 1, |pipe, i| {
+                        pipe.cmd("ZCARD").arg(format!("{{{}}}:timeout", names[i]));
+                    })
+                    .iter()
+                    .sum()
+            }
+        }
+    }
+}
+
+/// A permit's time left in ms by the server's clock, `-1` when it is gone:
+/// KEYS[1] the semaphore's `{name}:timeout` zset, ARGV[1] the raw id.
+const TIME_LEFT: &str = "local s = redis.call('zscore', KEYS[1], ARGV[1]) \
+if not s then return -1 end \
+local t = redis.call('time') \
+local left = tonumber(s) - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) \
+if left < 0 then return -1 end \
+return left";
+
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("a permit id is hex"))
+        .collect()
+}
+
+/// Acquires `n` renewed permits of semaphores `<prefix>:<k>`, of
+/// [`PERMITS_PER_SEMAPHORE`] each, up to 256 at a time.
+async fn acquire_permits(
+    client: &redlease::Client,
+    prefix: &str,
+    n: usize,
+) -> Vec<redlease::PermitGuard> {
+    const IN_FLIGHT: usize = 256;
+    let semaphores: Vec<redlease::ExpirableSemaphore> = (0..n.div_ceil(PERMITS_PER_SEMAPHORE))
+        .map(|k| client.expirable_semaphore(format!("{prefix}:{k}")))
+        .collect();
+    for (k, semaphore) in semaphores.iter().enumerate() {
+        let total = PERMITS_PER_SEMAPHORE.min(n - k * PERMITS_PER_SEMAPHORE);
+        semaphore
+            .set_total(total as u64)
+            .await
+            .expect("set the semaphore's permits");
+    }
+    let mut guards = Vec::with_capacity(n);
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..n {
+        if set.len() >= IN_FLIGHT {
+            guards.push(set.join_next().await.expect("task").expect("join"));
+        }
+        let semaphore = semaphores[i / PERMITS_PER_SEMAPHORE].clone();
+        set.spawn(async move { semaphore.try_acquire().await.expect("a free permit") });
+    }
+    while let Some(guard) = set.join_next().await {
+        guards.push(guard.expect("join"));
+    }
+    guards
+}
+
+/// Releases every permit, up to 256 at a time.
+async fn release_permits(guards: Vec<redlease::PermitGuard>) {
+    const IN_FLIGHT: usize = 256;
+    let mut set = tokio::task::JoinSet::new();
+    for guard in guards {
+        if set.len() >= IN_FLIGHT {
+            set.join_next().await.expect("task").expect("join");
+        }
+        set.spawn(async move { guard.release().await.expect("release") });
+    }
+    while let Some(done) = set.join_next().await {
+        done.expect("join");
+    }
 }
