@@ -27,7 +27,7 @@ pub use guard::PermitGuard;
 use guard::{Lease, Pending};
 
 /// The most permits a semaphore may count, signed for the checks.
-const MAX_PERMITS: i64 = crate::MAX_PERMITS as i64;
+const MAX_PERMITS: i64 = count::MAX_PERMITS as i64;
 
 /// A handle to one named expirable semaphore; made by
 /// [`Client::expirable_semaphore`](crate::Client::expirable_semaphore).

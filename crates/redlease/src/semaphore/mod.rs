@@ -229,7 +229,7 @@ impl Semaphore {
     /// # }
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<(), Error> {
-        count::check_permits("the change of permits", delta, -(crate::MAX_PERMITS as i64))?;
+        count::check_permits("the change of permits", delta, -(count::MAX_PERMITS as i64))?;
         let conn = self.counter.conn()?;
         let request = self.counter.request();
         let call = scripts::add_permits(
