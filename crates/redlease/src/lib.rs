@@ -170,13 +170,24 @@
 //!
 //! Beneath them:
 //!
-//! * `connection/`: the one place that talks to Redis: one node
-//!   (`single.rs`) or a Redis Cluster (`cluster.rs`, feature `cluster`),
-//!   what their pushes mean (`pushes.rs`), URL parsing and redaction
-//!   ([`url`]), and TLS options and rejected certificates (`tls.rs`).
+//! * `connection/`: the one place that talks to Redis, behind one
+//!   `Connection` (`backend.rs`; `mod.rs` is the module's own map): one
+//!   node (`single.rs`), a Redis Cluster (`cluster.rs`, feature
+//!   `cluster`), or a master under Redis Sentinel (`sentinel.rs`, the
+//!   connection that follows the master the sentinels name and never
+//!   writes to an old one; `sentinel/address.rs`, the `redis-sentinel://`
+//!   URL and what it names; `sentinel/monitor.rs`, the sentinels asked
+//!   which node is master, a majority deciding); what their pushes mean
+//!   (`pushes.rs`), URL parsing ([`url`]) and the password in a URL hidden
+//!   (`password.rs`), and TLS options and rejected certificates (`tls.rs`).
 //! * `pubsub.rs`: release notifications, one shared subscription per
 //!   channel per client, and the rules that keep wake-ups from being lost.
-//! * `watchdog.rs`: the per-client renewal task and its failure rule.
+//! * `watchdog.rs`: the one renewal engine: a task per client that renews
+//!   everything the client holds without a fixed lease (locks, read holds,
+//!   expirable permits) and reports what it cannot renew in time as lost;
+//!   `watchdog/schedule.rs`, every number of its schedule (the default
+//!   timeout, the period, the retry); `watchdog/round.rs`, one round: the
+//!   batches, by master, slot or kind, and what each reply means.
 //! * `replicas.rs`: acquires that must reach replicas.
 //! * `restart.rs`: a server restarted empty (a new run id after a
 //!   reconnection): the fencing counters of the locks held are seeded from

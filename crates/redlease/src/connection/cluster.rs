@@ -9,8 +9,11 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{FromRedisValue, ProtocolVersion, RedisError, Value};
 use tokio::sync::mpsc;
 
+use super::nodes::Node;
+use super::publish::{PubSubMode, Publish};
+use super::pushes::Pushes;
+use super::timeouts::Timeouts;
 use super::tls::Certificates;
-use super::{Node, PubSubMode, Publish, Pushes, Timeouts};
 use crate::error::Error;
 
 /// Hash slots in a Redis Cluster.

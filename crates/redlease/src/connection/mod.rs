@@ -8,466 +8,55 @@
 //! MOVED and ASK by itself), or a master under Sentinel (`sentinel.rs`,
 //! which follows the master the sentinels name), each over TLS as the URL
 //! and `tls.rs` say.
+//!
+//! The files, each named for what it holds:
+//!
+//! * `backend.rs`: [`Connection`], and which backend each call goes to.
+//! * The backends: `single.rs`; `cluster.rs` (feature `cluster`);
+//!   `sentinel.rs`, the connection that follows the master, with
+//!   `sentinel/address.rs`, the sentinel URL and what it names, and
+//!   `sentinel/monitor.rs`, the sentinels asked which node is master.
+//! * `pushes.rs`: what arrives on a connection unasked ([`Push`]es).
+//! * What the backends and the rest of the crate share: `timeouts.rs`
+//!   (how long to wait), `publish.rs` (which pub/sub), `natives.rs` (the
+//!   server's own owner-checked commands), `nodes.rs` (slots and nodes).
+//! * `url.rs`: what a URL names ([`url`], public); `password.rs`: the
+//!   password in a URL, hidden or read; `tls.rs`: TLS options and the
+//!   certificates a server rejected.
+//! * `layers.rs` (tests only): that this map names every file, and that
+//!   the files import one way.
+//!
+//! This file only names them and passes on what the crate uses. A type
+//! kept here would be one the files reach with `super::`, while this file
+//! imports them all: a circle through it.
 
 // Without a cluster backend, what only a cluster uses (key routing, the
 // sharded publish) has no reader.
 #![cfg_attr(not(feature = "cluster"), allow(unused_variables, dead_code))]
 
+mod backend;
 #[cfg(feature = "cluster")]
 mod cluster;
+mod natives;
+mod nodes;
+mod password;
+mod publish;
 mod pushes;
 mod sentinel;
 mod single;
+mod timeouts;
 mod tls;
 pub mod url;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::Duration;
-
-use redis::aio::ConnectionManager;
-use redis::{FromRedisValue, RedisError, Value};
-
+pub(crate) use backend::Connection;
+pub(crate) use natives::Natives;
+pub(crate) use nodes::{SlotId, SlotNodes};
+pub use publish::PubSubMode;
+pub(crate) use publish::Publish;
 pub(crate) use pushes::{Push, Pushes};
 pub(crate) use sentinel::SentinelAuth;
+pub(crate) use timeouts::Timeouts;
 pub(crate) use tls::TlsOptions;
 
-/// How a connection waits.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Timeouts {
-    /// For any one reply.
-    pub(crate) response: Duration,
-    /// For one connection attempt.
-    pub(crate) connect: Duration,
-}
-
-/// How release messages travel, as Redisson's `shardedSubscriptionMode`;
-/// set with [`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode).
-///
-/// Redis Cluster has two kinds of pub/sub that do not hear each other:
-/// plain (`SUBSCRIBE`/`PUBLISH`, broadcast to every node over the cluster
-/// bus) and sharded (`SSUBSCRIBE`/`SPUBLISH`, kept on the shard that owns
-/// the channel's slot, Redis 7 and later). Waiters and releasers must use
-/// the same kind to wake each other, across redlease and Redisson alike.
-///
-/// # Examples
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), redlease::Error> {
-/// # let url = redlease_testkit::RedisServer::shared().url();
-/// use redlease::PubSubMode;
-///
-/// // Beside Redisson clients configured with `shardedSubscriptionMode = OFF`:
-/// let client = redlease::Client::builder(&url)
-///     .pubsub_mode(PubSubMode::Plain)
-///     .build()
-///     .await?;
-/// client.lock("doc:pubsub-mode").try_lock().await?.unlock().await?;
-///
-/// // Sharded pub/sub is a cluster's only.
-/// let single = redlease::Client::builder(&url).pubsub_mode(PubSubMode::Sharded);
-/// assert!(single.build().await.unwrap_err().is_invalid_argument());
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum PubSubMode {
-    /// Sharded on a cluster that answers `PUBSUB SHARDNUMSUB` (Redis 7 and
-    /// later), plain otherwise and on a single node: what Redisson does by
-    /// default, so the two wake each other.
-    #[default]
-    Auto,
-    /// Always sharded; only on a cluster.
-    Sharded,
-    /// Always plain, for example beside Redisson clients configured with
-    /// `shardedSubscriptionMode = OFF`.
-    Plain,
-}
-
-/// The kind of pub/sub a connection settled on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Publish {
-    Plain,
-    Sharded,
-}
-
-impl Publish {
-    /// The command a script publishes a release with.
-    pub(crate) fn command(self) -> &'static str {
-        match self {
-            Publish::Plain => "publish",
-            Publish::Sharded => "spublish",
-        }
-    }
-}
-
-/// A multiplexed connection to Redis that reconnects by itself. Cheap to
-/// clone: clones share the connection.
-#[derive(Clone)]
-pub(crate) struct Connection {
-    backend: Backend,
-    publish: Publish,
-    /// The server's own owner-checked commands, found by the connection's
-    /// first string-layout call ([`crate::scripts::string`]).
-    natives: NativesCell,
-}
-
-/// The owner-checked delete a server has besides scripts (#17); each has
-/// `SET ... IFEQ` too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Natives {
-    /// Not asked yet.
-    Unknown,
-    /// None: scripts only (Redis before 8.4, Valkey before 9).
-    None,
-    /// Valkey 9's `DELIFEQ key value`.
-    DelIfEq,
-    /// Redis 8.4's `DELEX key IFEQ value`.
-    DelEx,
-}
-
-/// A connection's [`Natives`], shared by its clones.
-#[derive(Clone, Default)]
-pub(crate) struct NativesCell(Arc<AtomicU8>);
-
-impl NativesCell {
-    pub(crate) fn get(&self) -> Natives {
-        match self.0.load(Ordering::Relaxed) {
-            1 => Natives::None,
-            2 => Natives::DelIfEq,
-            3 => Natives::DelEx,
-            _ => Natives::Unknown,
-        }
-    }
-
-    pub(crate) fn set(&self, natives: Natives) {
-        let n = match natives {
-            Natives::Unknown => 0,
-            Natives::None => 1,
-            Natives::DelIfEq => 2,
-            Natives::DelEx => 3,
-        };
-        self.0.store(n, Ordering::Relaxed);
-    }
-}
-
-#[derive(Clone)]
-enum Backend {
-    Single(ConnectionManager),
-    #[cfg(feature = "cluster")]
-    Cluster(cluster::Cluster),
-    Sentinel(sentinel::SentinelConn),
-}
-
-/// A cluster hash slot, to group keys by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct SlotId(#[cfg(feature = "cluster")] u16);
-
-/// Which master serves each hash slot, as a cluster last said: for
-/// grouping keys by node. Nodes are numbered in no particular order.
-#[derive(Debug, Default)]
-pub(crate) struct SlotNodes {
-    #[cfg(feature = "cluster")]
-    node: Vec<Option<u16>>,
-}
-
-impl SlotNodes {
-    /// The node that serves `slot`, if the map has one.
-    pub(crate) fn node_of(&self, slot: SlotId) -> Option<u16> {
-        #[cfg(feature = "cluster")]
-        return self.node.get(usize::from(slot.0)).copied().flatten();
-        #[cfg(not(feature = "cluster"))]
-        {
-            let _ = slot;
-            None
-        }
-    }
-}
-
-/// One node of the deployment, as far as a scan of its keys goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Node {
-    /// A cluster node's `host:port`; `None` for the one node of a
-    /// single-node deployment.
-    pub(crate) address: Option<String>,
-}
-
-impl Connection {
-    /// Connects to what `target` names. With `pushes`, release messages
-    /// are delivered on this same connection (RESP3) and re-subscribed
-    /// after a reconnect. A certificate that TLS rejected is named in the
-    /// error (`tls::explain`).
-    pub(crate) async fn open(
-        target: &url::Target,
-        timeouts: Timeouts,
-        mode: PubSubMode,
-        pushes: bool,
-    ) -> Result<(Connection, Option<Pushes>), crate::error::Error> {
-        Connection::open_as_given(target, timeouts, mode, pushes)
-            .await
-            .map_err(tls::explain)
-    }
-
-    /// [`open`](Connection::open), with redis-rs's errors as they come.
-    async fn open_as_given(
-        target: &url::Target,
-        timeouts: Timeouts,
-        mode: PubSubMode,
-        pushes: bool,
-    ) -> Result<(Connection, Option<Pushes>), crate::error::Error> {
-        match target {
-            url::Target::Single(client) => {
-                if mode == PubSubMode::Sharded {
-                    return Err(crate::error::Error::invalid(
-                        "sharded pub/sub needs a redis-cluster:// url",
-                    ));
-                }
-                let (manager, pushes) = single::open(client, timeouts, pushes).await?;
-                let conn = Connection {
-                    backend: Backend::Single(manager),
-                    publish: Publish::Plain,
-                    natives: NativesCell::default(),
-                };
-                Ok((conn, pushes))
-            }
-            url::Target::Sentinel(target) => {
-                if mode == PubSubMode::Sharded {
-                    return Err(crate::error::Error::invalid(
-                        "sharded pub/sub needs a redis-cluster:// url",
-                    ));
-                }
-                let (conn, pushes) = sentinel::SentinelConn::open(target, timeouts, pushes).await?;
-                let conn = Connection {
-                    backend: Backend::Sentinel(conn),
-                    publish: Publish::Plain,
-                    natives: NativesCell::default(),
-                };
-                Ok((conn, pushes))
-            }
-            #[cfg(feature = "cluster")]
-            url::Target::Cluster(nodes, certs) => {
-                let (cluster, publish, pushes) =
-                    cluster::open(nodes, certs.as_ref(), timeouts, mode, pushes).await?;
-                let conn = Connection {
-                    backend: Backend::Cluster(cluster),
-                    publish,
-                    natives: NativesCell::default(),
-                };
-                Ok((conn, pushes))
-            }
-        }
-    }
-
-    /// Which pub/sub the scripts and subscriptions use.
-    pub(crate) fn publish(&self) -> Publish {
-        self.publish
-    }
-
-    /// The server's own owner-checked commands, as far as known.
-    pub(crate) fn natives(&self) -> &NativesCell {
-        &self.natives
-    }
-
-    /// Sends the commands of `pipe` together (on a cluster, to the node of
-    /// their keys, which must share a slot) and answers each command's reply
-    /// (with `ignore_errors`, errors among them). A transaction
-    /// (`atomic`) answers what `EXEC` did.
-    pub(crate) async fn query_pipe(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> Result<Vec<Value>, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => pipe.query_async(&mut manager.clone()).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => pipe.query_async(&mut cluster.conn()).await,
-            Backend::Sentinel(s) => {
-                s.with(|mut m| async move { pipe.query_async(&mut m).await })
-                    .await
-            }
-        }
-    }
-
-    /// Sends one command (on a cluster, where its key or the command says).
-    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cmd.query_async(&mut cluster.conn()).await,
-            Backend::Sentinel(s) => {
-                s.with(|mut m| async move { cmd.query_async(&mut m).await })
-                    .await
-            }
-        }
-    }
-
-    /// Sends one keyless command to the node that owns `key` (on one node,
-    /// simply sends it): `WAIT` after an acquire, for example.
-    pub(crate) async fn query_at_key<T: FromRedisValue>(
-        &self,
-        cmd: &redis::Cmd,
-        key: &str,
-    ) -> Result<T, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.query_at_key(cmd, key).await,
-            Backend::Sentinel(s) => {
-                s.with(|mut m| async move { cmd.query_async(&mut m).await })
-                    .await
-            }
-        }
-    }
-
-    /// Sends the commands of `pipe`, each answered on its own, so that one
-    /// failing command (a key of another type) does not fail the others. On
-    /// one node they go as one pipeline; on a cluster each goes to its own
-    /// node, all at once.
-    pub(crate) async fn query_each(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => {
-                let mut pipe = pipe.clone();
-                pipe.ignore_errors().query_async(&mut manager.clone()).await
-            }
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => Ok(cluster.query_each(pipe).await),
-            Backend::Sentinel(s) => {
-                s.with(|mut m| {
-                    let mut pipe = pipe.clone();
-                    async move { pipe.ignore_errors().query_async(&mut m).await }
-                })
-                .await
-            }
-        }
-    }
-
-    /// Whether this is a cluster, where a (non-sharded) subscription is
-    /// only the one node's to count.
-    pub(crate) fn is_cluster(&self) -> bool {
-        match &self.backend {
-            Backend::Single(_) | Backend::Sentinel(_) => false,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(_) => true,
-        }
-    }
-
-    /// The nodes that hold keys: the one node, or a cluster's masters.
-    pub(crate) async fn masters(&self) -> Result<Vec<Node>, RedisError> {
-        match &self.backend {
-            Backend::Single(_) | Backend::Sentinel(_) => Ok(vec![Node { address: None }]),
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.masters().await,
-        }
-    }
-
-    /// Sends one command to `node` (from [`masters`](Connection::masters)).
-    pub(crate) async fn query_on<T: FromRedisValue>(
-        &self,
-        node: &Node,
-        cmd: &redis::Cmd,
-    ) -> Result<T, RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => cmd.query_async(&mut manager.clone()).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.query_on(node, cmd).await,
-            Backend::Sentinel(s) => {
-                s.with(|mut m| async move { cmd.query_async(&mut m).await })
-                    .await
-            }
-        }
-    }
-
-    /// The hash slot of `key` on a cluster, for grouping keys that one
-    /// script call may touch together; `None` on one node, where any keys
-    /// may go together.
-    pub(crate) fn slot(&self, key: &str) -> Option<SlotId> {
-        match &self.backend {
-            Backend::Single(_) | Backend::Sentinel(_) => None,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(_) => Some(SlotId(cluster::slot_of(key.as_bytes()))),
-        }
-    }
-
-    /// Which master serves each slot, asked of the cluster now (one
-    /// `CLUSTER SLOTS`); `None` on one node.
-    pub(crate) async fn slot_nodes(&self) -> Result<Option<SlotNodes>, RedisError> {
-        match &self.backend {
-            Backend::Single(_) | Backend::Sentinel(_) => Ok(None),
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => {
-                let ranges = cluster.slot_ranges().await?;
-                let mut addresses: Vec<&str> = Vec::new();
-                let mut node = vec![None; usize::from(cluster::SLOTS)];
-                for (start, end, address) in &ranges {
-                    let index = match addresses.iter().position(|a| a == address) {
-                        Some(i) => i,
-                        None => {
-                            addresses.push(address);
-                            addresses.len() - 1
-                        }
-                    };
-                    for slot in *start..=(*end).min(cluster::SLOTS - 1) {
-                        node[usize::from(slot)] = u16::try_from(index).ok();
-                    }
-                }
-                Ok(Some(SlotNodes { node }))
-            }
-        }
-    }
-
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<(), RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => manager.clone().subscribe(channel).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.subscribe(channel, self.publish).await,
-            Backend::Sentinel(s) => s.manager().await?.subscribe(channel).await,
-        }
-    }
-
-    pub(crate) async fn unsubscribe(&self, channel: &str) -> Result<(), RedisError> {
-        match &self.backend {
-            Backend::Single(manager) => manager.clone().unsubscribe(channel).await,
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.unsubscribe(channel, self.publish).await,
-            Backend::Sentinel(s) => s.manager().await?.unsubscribe(channel).await,
-        }
-    }
-
-    /// A sharded subscription to `channel` was dropped by the server (its
-    /// slot moved, for example to a promoted replica): makes the connection
-    /// learn where the slot lives now, then subscribes again there. Nothing
-    /// to do on one node.
-    pub(crate) async fn resubscribe_moved(&self, channel: &str) -> Result<(), RedisError> {
-        match &self.backend {
-            Backend::Single(_) | Backend::Sentinel(_) => Ok(()),
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(cluster) => cluster.resubscribe_moved(channel, self.publish).await,
-        }
-    }
-
-    /// The master switches of a connection under Sentinel: the value changes
-    /// at each one (the watchdog renews at once then); `None` for other
-    /// deployments.
-    pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        match &self.backend {
-            Backend::Sentinel(s) => Some(s.switches()),
-            _ => None,
-        }
-    }
-
-    /// A connection to `url` that connects on first use, for unit tests of
-    /// what runs on top of it (an address nothing listens on, or a server
-    /// that never answers).
-    #[cfg(test)]
-    pub(crate) fn lazy(url: &str, timeouts: Timeouts) -> Connection {
-        Connection {
-            backend: Backend::Single(single::lazy(url, timeouts)),
-            publish: Publish::Plain,
-            natives: NativesCell::default(),
-        }
-    }
-}
+#[cfg(test)]
+mod layers;

@@ -31,107 +31,15 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ConnectionInfo, PushInfo, PushKind, RedisError};
-use tokio::sync::{OnceCell, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
-pub(crate) use address::{SentinelAuth, parse};
+pub(crate) use address::{SentinelAuth, Target, parse};
 use monitor::{Master, Monitor};
 
+use super::pushes::Pushes;
+use super::timeouts::Timeouts;
 use super::tls::Certificates;
-use super::{Pushes, Timeouts};
 use crate::error::Error;
-
-/// What a sentinel URL names: the sentinels, the master's name, and how to
-/// reach the master (credentials, database, TLS).
-pub(crate) struct Target {
-    sentinels: Vec<redis::Client>,
-    name: String,
-    template: ConnectionInfo,
-    /// For TLS to the master: a custom CA, a client certificate.
-    certs: Option<Certificates>,
-    /// One monitor per client, shared by its connections (the main one and
-    /// the `require_replicas` one), so that both follow the same switches.
-    monitor: OnceCell<Arc<Monitor>>,
-}
-
-impl std::fmt::Debug for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // No template: it carries the master's password.
-        let sentinels: Vec<String> = self
-            .sentinels
-            .iter()
-            .map(|s| s.get_connection_info().addr().to_string())
-            .collect();
-        f.debug_struct("Target")
-            .field("sentinels", &sentinels)
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Target {
-    fn new(
-        sentinels: Vec<redis::Client>,
-        name: String,
-        template: ConnectionInfo,
-        certs: Option<Certificates>,
-    ) -> Target {
-        Target {
-            sentinels,
-            name,
-            template,
-            certs,
-            monitor: OnceCell::new(),
-        }
-    }
-
-    /// The current master as a one-node URL with the credentials and
-    /// database of the template.
-    pub(crate) async fn master_url(&self) -> Result<String, Error> {
-        let timeouts = Timeouts {
-            response: Duration::from_secs(5),
-            connect: Duration::from_secs(5),
-        };
-        let monitor = Monitor::start(self.sentinels.clone(), self.name.clone(), timeouts).await?;
-        let master = monitor.known();
-        let info = address::at(&self.template, &master.host, master.port);
-        let scheme = match info.addr() {
-            redis::ConnectionAddr::TcpTls { .. } => "rediss",
-            _ => "redis",
-        };
-        let redis = info.redis_settings();
-        let userinfo = match (redis.username(), redis.password()) {
-            (Some(user), Some(pw)) => format!("{}:{}@", encode(user), encode(pw)),
-            (None, Some(pw)) => format!(":{}@", encode(pw)),
-            (Some(user), None) => format!("{}@", encode(user)),
-            (None, None) => String::new(),
-        };
-        let host = if master.host.contains(':') {
-            format!("[{}]", master.host)
-        } else {
-            master.host.clone()
-        };
-        Ok(format!(
-            "{scheme}://{userinfo}{host}:{}/{}",
-            master.port,
-            redis.db()
-        ))
-    }
-
-    #[cfg(test)]
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    #[cfg(test)]
-    fn sentinels(&self) -> &[redis::Client] {
-        &self.sentinels
-    }
-
-    #[cfg(test)]
-    fn template(&self) -> &ConnectionInfo {
-        &self.template
-    }
-}
 
 /// The connection to whichever node the sentinels name master. Cheap to
 /// clone.
@@ -295,19 +203,6 @@ fn read_only_is_a_switch(e: RedisError) -> RedisError {
     } else {
         e
     }
-}
-
-/// `part` percent-encoded for a URL's user information.
-fn encode(part: &str) -> String {
-    let mut out = String::with_capacity(part.len());
-    for b in part.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The error for a command that found a switch under way.

@@ -6,7 +6,8 @@ use redis::RedisError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::mpsc;
 
-use super::{Pushes, Timeouts};
+use super::pushes::Pushes;
+use super::timeouts::Timeouts;
 
 fn config(timeouts: Timeouts) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()

@@ -1,15 +1,23 @@
 //! Sentinel URLs: `redis-sentinel://[[user]:password@]host[:port]
 //! [,host[:port]...][/db]#master-name` (the form Lettuce reads), and
-//! `rediss-sentinel://` for TLS to the sentinels and the master alike.
+//! `rediss-sentinel://` for TLS to the sentinels and the master alike;
+//! what one names ([`Target`]), and its master now as a one-node URL.
+//!
+//! [`Target`] lives here, beside the parser that makes it, rather than in
+//! `sentinel.rs` with the connection that follows it: this file and
+//! `url.rs` then import nothing of `sentinel.rs`, which imports them.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
+use tokio::sync::OnceCell;
 
-use super::Target;
+use super::monitor::Monitor;
+use crate::connection::password::redact;
+use crate::connection::timeouts::Timeouts;
 use crate::connection::tls::Certificates;
-use crate::connection::url::redact;
 use crate::error::Error;
 
 /// The port a sentinel listens on when the URL gives none.
@@ -57,6 +65,99 @@ impl SentinelAuth {
             redis = redis.set_password(password);
         }
         info.set_redis_settings(redis)
+    }
+}
+
+/// What a sentinel URL names: the sentinels, the master's name, and how to
+/// reach the master (credentials, database, TLS).
+pub(crate) struct Target {
+    pub(super) sentinels: Vec<redis::Client>,
+    pub(super) name: String,
+    pub(super) template: ConnectionInfo,
+    /// For TLS to the master: a custom CA, a client certificate.
+    pub(super) certs: Option<Certificates>,
+    /// One monitor per client, shared by its connections (the main one and
+    /// the `require_replicas` one), so that both follow the same switches.
+    pub(super) monitor: OnceCell<Arc<Monitor>>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No template: it carries the master's password.
+        let sentinels: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| s.get_connection_info().addr().to_string())
+            .collect();
+        f.debug_struct("Target")
+            .field("sentinels", &sentinels)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    fn new(
+        sentinels: Vec<redis::Client>,
+        name: String,
+        template: ConnectionInfo,
+        certs: Option<Certificates>,
+    ) -> Target {
+        Target {
+            sentinels,
+            name,
+            template,
+            certs,
+            monitor: OnceCell::new(),
+        }
+    }
+
+    /// The current master as a one-node URL with the credentials and
+    /// database of the template.
+    pub(crate) async fn master_url(&self) -> Result<String, Error> {
+        let timeouts = Timeouts {
+            response: Duration::from_secs(5),
+            connect: Duration::from_secs(5),
+        };
+        let monitor = Monitor::start(self.sentinels.clone(), self.name.clone(), timeouts).await?;
+        let master = monitor.known();
+        let info = at(&self.template, &master.host, master.port);
+        let scheme = match info.addr() {
+            redis::ConnectionAddr::TcpTls { .. } => "rediss",
+            _ => "redis",
+        };
+        let redis = info.redis_settings();
+        let userinfo = match (redis.username(), redis.password()) {
+            (Some(user), Some(pw)) => format!("{}:{}@", encode(user), encode(pw)),
+            (None, Some(pw)) => format!(":{}@", encode(pw)),
+            (Some(user), None) => format!("{}@", encode(user)),
+            (None, None) => String::new(),
+        };
+        let host = if master.host.contains(':') {
+            format!("[{}]", master.host)
+        } else {
+            master.host.clone()
+        };
+        Ok(format!(
+            "{scheme}://{userinfo}{host}:{}/{}",
+            master.port,
+            redis.db()
+        ))
+    }
+
+    #[cfg(test)]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[cfg(test)]
+    fn sentinels(&self) -> &[redis::Client] {
+        &self.sentinels
+    }
+
+    #[cfg(test)]
+    fn template(&self) -> &ConnectionInfo {
+        &self.template
     }
 }
 
@@ -169,6 +270,19 @@ pub(super) fn at(template: &ConnectionInfo, host: &str, port: u16) -> Connection
         _ => {}
     }
     template.clone().set_addr(addr)
+}
+
+/// `part` percent-encoded for a URL's user information.
+fn encode(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    for b in part.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

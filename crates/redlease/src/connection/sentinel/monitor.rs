@@ -17,7 +17,7 @@ use futures_util::future::join_all;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::{Notify, watch};
 
-use crate::connection::Timeouts;
+use crate::connection::timeouts::Timeouts;
 use crate::error::Error;
 
 /// How often the master's address is asked when nothing announces a
