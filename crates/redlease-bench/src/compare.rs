@@ -11,7 +11,7 @@ use redlease_testkit::RedisServer;
 
 use crate::chart::{self, Series};
 use crate::handoff::{self, Handoffs, ms};
-use crate::peer::{self, Peer};
+use crate::peer::{self, Peer, blocking};
 use crate::probe;
 use crate::target::Target;
 use crate::throughput::{self, Reference};
@@ -126,12 +126,6 @@ pub(crate) async fn run(server: &RedisServer, plan: &Plan<'_>) {
     if let Some(dir) = plan.chart_dir {
         draw(dir, plan, &rows, &limits, &handoffs);
     }
-}
-
-/// Runs a peer's driver, which blocks this thread for seconds, without
-/// holding up the runtime's other tasks (the client's connection).
-pub(crate) fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    tokio::task::block_in_place(run).map_err(|why| why.replace('|', "/"))
 }
 
 /// redlease's uncontended pairs with `tasks` tasks on `client` for

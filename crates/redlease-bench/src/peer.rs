@@ -10,6 +10,13 @@
 //! URL,URL,... TASKS SECONDS`) and prints one JSON line: the same
 //! measurement as redlease's, with the same definitions (see
 //! `peers/python/driver.py`).
+//!
+//! What a driver reports ([`Pairs`], [`Latencies`]) is also the shape of
+//! redlease's own side of each measurement, and [`blocking`] runs a driver
+//! from async code: both live here, with the drivers, so that every
+//! measurement that runs a peer imports this file and this file imports
+//! none of them (#38: `Latencies` in `redlock.rs` made a ring of
+//! `cluster.rs`, `compare.rs`, `peer.rs` and `redlock.rs`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,7 +25,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::handoff::Handoffs;
-use crate::redlock::Latencies;
 
 /// The manifest `scripts/bench-peers` writes, relative to the workspace.
 pub(crate) const MANIFEST: &str = "target/bench-peers/peers.json";
@@ -88,6 +94,26 @@ pub(crate) struct Pairs {
     /// fewer, the more commands each `read` brought in, and the less
     /// server CPU each costs (#28). Filled in as `server_us`.
     pub(crate) server_reads: f64,
+}
+
+/// Timed lock+release pairs, from either side: as a driver reports them
+/// ([`Peer::redlock`]), and as [`crate::redlock`] times redlease's.
+pub(crate) struct Latencies {
+    pub(crate) pairs: u64,
+    /// How long the pairs took.
+    pub(crate) seconds: f64,
+    /// Acquires or releases that failed (not counted as pairs).
+    pub(crate) errors: u64,
+    /// The client process's user+sys CPU seconds over the pairs.
+    pub(crate) client_cpu: f64,
+    /// The 0th to 100th percentile of a pair's time.
+    pub(crate) quantiles: Vec<Duration>,
+}
+
+impl Latencies {
+    pub(crate) fn quantile(&self, q: usize) -> Duration {
+        self.quantiles.get(q).copied().unwrap_or_default()
+    }
 }
 
 impl Peer {
@@ -191,6 +217,12 @@ fn number(out: &Value, field: &str) -> Result<f64, String> {
     out[field]
         .as_f64()
         .ok_or_else(|| format!("no number {field:?} in the driver's output"))
+}
+
+/// Runs a peer's driver, which blocks this thread for seconds, without
+/// holding up the runtime's other tasks (the client's connection).
+pub(crate) fn blocking<T>(run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    tokio::task::block_in_place(run).map_err(|why| why.replace('|', "/"))
 }
 
 /// The 0th to 100th percentile the driver reports in `quantiles_us`.

@@ -29,9 +29,8 @@ use redlease::RedLock;
 use redlease_testkit::RedisServer;
 
 use crate::cluster::spread;
-use crate::compare::blocking;
 use crate::handoff::percentiles;
-use crate::peer::{self, Peer};
+use crate::peer::{self, Latencies, Peer, blocking};
 use crate::probe;
 
 /// The lease on every master, on both sides: the one the other
@@ -49,25 +48,6 @@ pub(crate) struct Plan {
     pub(crate) runs: usize,
     /// Tasks, each locking a key of its own.
     pub(crate) tasks: usize,
-}
-
-/// Timed lock+release pairs, from either side.
-pub(crate) struct Latencies {
-    pub(crate) pairs: u64,
-    /// How long the pairs took.
-    pub(crate) seconds: f64,
-    /// Acquires or releases that failed (not counted as pairs).
-    pub(crate) errors: u64,
-    /// The client process's user+sys CPU seconds over the pairs.
-    pub(crate) client_cpu: f64,
-    /// The 0th to 100th percentile of a pair's time.
-    pub(crate) quantiles: Vec<Duration>,
-}
-
-impl Latencies {
-    fn quantile(&self, q: usize) -> Duration {
-        self.quantiles.get(q).copied().unwrap_or_default()
-    }
 }
 
 /// One measurement's cells: pairs/s, p50, p90 and p99 in µs, Redis CPU
