@@ -3,7 +3,10 @@
 //!
 //! Each guard type also has these as inherent methods (callable without
 //! importing the traits); the traits are for code that works over any guard
-//! (a helper that runs work until `lost()`, a pool of held things).
+//! (a helper that runs work until `lost()`, a pool of held things). The
+//! impls here only forward to the inherent methods, so a guard cannot have
+//! a trait method without its own, and `tests/it/api_table.rs` calls every
+//! one of them with neither trait in scope.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -131,99 +134,104 @@ pub trait Extend: Guard {
     fn extend(&self, lease: Duration) -> impl Future<Output = Result<(), Error>> + Send;
 }
 
-/// Implements [`Guard`] (and [`Extend`] when asked) by forwarding to the
-/// type's inherent methods of the same names.
+/// Implements [`Guard`] for a guard type by forwarding each method to the
+/// type's inherent method of the same name (`release` to the one named).
+///
+/// The inherent methods are called from functions beside the impl, not in
+/// it: inside `impl Guard for T`, `Guard` itself is in scope, so a call to
+/// a method that `T` lacks would resolve to the trait's method, which would
+/// call itself forever (a warning, not an error). Beside it, in `impls`,
+/// which imports neither trait, such a guard fails to compile.
 macro_rules! forward_guard {
     ($ty:ty, release = $release:ident) => {
-        impl $crate::contract::Guard for $ty {
-            fn name(&self) -> &str {
-                <$ty>::name(self)
+        const _: () = {
+            fn name(g: &$ty) -> &str {
+                g.name()
             }
-            fn fencing_token(&self) -> Option<u64> {
-                <$ty>::fencing_token(self)
+            fn fencing_token(g: &$ty) -> Option<u64> {
+                g.fencing_token()
             }
-            fn expires_at(&self) -> Option<std::time::Instant> {
-                <$ty>::expires_at(self)
+            fn expires_at(g: &$ty) -> Option<std::time::Instant> {
+                g.expires_at()
             }
-            fn is_lost(&self) -> bool {
-                <$ty>::is_lost(self)
+            fn is_lost(g: &$ty) -> bool {
+                g.is_lost()
             }
-            fn lost(&self) -> impl std::future::Future<Output = $crate::lost::LostReason> + Send {
-                <$ty>::lost(self)
+            fn lost(g: &$ty) -> impl std::future::Future<Output = $crate::lost::LostReason> + Send {
+                g.lost()
             }
             fn release(
-                self,
+                g: $ty,
             ) -> impl std::future::Future<Output = Result<(), $crate::error::Error>> + Send {
-                <$ty>::$release(self)
+                g.$release()
             }
-        }
+
+            impl $crate::contract::Guard for $ty {
+                fn name(&self) -> &str {
+                    name(self)
+                }
+                fn fencing_token(&self) -> Option<u64> {
+                    fencing_token(self)
+                }
+                fn expires_at(&self) -> Option<std::time::Instant> {
+                    expires_at(self)
+                }
+                fn is_lost(&self) -> bool {
+                    is_lost(self)
+                }
+                fn lost(
+                    &self,
+                ) -> impl std::future::Future<Output = $crate::lost::LostReason> + Send {
+                    lost(self)
+                }
+                fn release(
+                    self,
+                ) -> impl std::future::Future<Output = Result<(), $crate::error::Error>> + Send
+                {
+                    release(self)
+                }
+            }
+        };
     };
 }
 
 /// [`forward_guard`] for [`Extend`].
 macro_rules! forward_extend {
     ($ty:ty) => {
-        impl $crate::contract::Extend for $ty {
+        const _: () = {
             fn extend(
-                &self,
+                g: &$ty,
                 lease: std::time::Duration,
             ) -> impl std::future::Future<Output = Result<(), $crate::error::Error>> + Send {
-                <$ty>::extend(self, lease)
+                g.extend(lease)
             }
-        }
+
+            impl $crate::contract::Extend for $ty {
+                fn extend(
+                    &self,
+                    lease: std::time::Duration,
+                ) -> impl std::future::Future<Output = Result<(), $crate::error::Error>> + Send
+                {
+                    extend(self, lease)
+                }
+            }
+        };
     };
 }
 
-forward_guard!(crate::LockGuard, release = unlock);
-forward_extend!(crate::LockGuard);
-forward_guard!(crate::MultiGuard, release = unlock);
-forward_extend!(crate::MultiGuard);
-forward_guard!(crate::RedLockGuard, release = unlock);
-forward_extend!(crate::RedLockGuard);
-
-/// Permits of Redisson's `RSemaphore`: no owner, no lease, no token.
-impl Guard for crate::SemaphorePermit {
-    fn name(&self) -> &str {
-        crate::SemaphorePermit::name(self)
-    }
-    fn fencing_token(&self) -> Option<u64> {
-        None
-    }
-    fn expires_at(&self) -> Option<Instant> {
-        None
-    }
-    fn is_lost(&self) -> bool {
-        false
-    }
-    fn lost(&self) -> impl Future<Output = LostReason> + Send {
-        // Nothing takes a semaphore's permits away.
-        std::future::pending()
-    }
-    fn release(self) -> impl Future<Output = Result<(), Error>> + Send {
-        crate::SemaphorePermit::release(self)
-    }
-}
-
-forward_extend!(crate::PermitGuard);
-
-/// A leased permit: no token.
-impl Guard for crate::PermitGuard {
-    fn name(&self) -> &str {
-        crate::PermitGuard::name(self)
-    }
-    fn fencing_token(&self) -> Option<u64> {
-        None
-    }
-    fn expires_at(&self) -> Option<Instant> {
-        crate::PermitGuard::expires_at(self)
-    }
-    fn is_lost(&self) -> bool {
-        crate::PermitGuard::is_lost(self)
-    }
-    fn lost(&self) -> impl Future<Output = LostReason> + Send {
-        crate::PermitGuard::lost(self)
-    }
-    fn release(self) -> impl Future<Output = Result<(), Error>> + Send {
-        crate::PermitGuard::release(self)
-    }
+/// The traits' impls, one per guard, each type named by the module that
+/// defines it (not the crate root's re-export, which would make this module
+/// import the root). Deliberately without `use super::{Extend, Guard}`:
+/// see [`forward_guard`].
+mod impls {
+    forward_guard!(crate::guard::LockGuard, release = unlock);
+    forward_extend!(crate::guard::LockGuard);
+    forward_guard!(crate::multi::MultiGuard, release = unlock);
+    forward_extend!(crate::multi::MultiGuard);
+    forward_guard!(crate::redlock::RedLockGuard, release = unlock);
+    forward_extend!(crate::redlock::RedLockGuard);
+    // No `Extend`: a semaphore's permits have no lease to move.
+    forward_guard!(crate::semaphore::SemaphorePermit, release = release);
+    forward_guard!(crate::expirable::PermitGuard, release = release);
+    forward_extend!(crate::expirable::PermitGuard);
 }

@@ -254,15 +254,15 @@ impl CountDownLatch {
         })
     }
 
-    /// Waits until the latch is open, at most `timeout`: `Ok` if it is open
+    /// Waits until the latch is open, at most `wait`: `Ok` if it is open
     /// (it was at once, or it opened in time), a busy error if it was still
-    /// armed when `timeout` ran out (Redisson's `await(timeout)` answers
-    /// false there).
+    /// armed when `wait` ran out (Redisson's `await(timeout)` answers false
+    /// there).
     ///
     /// After a first check the waiter subscribes to the latch's channel
     /// (shared with the client's other waiters on it), checks again once the
     /// subscription is confirmed, then sleeps until `0` is published,
-    /// checking again at each, and once more at the end of `timeout`. So an
+    /// checking again at each, and once more at the end of `wait`. So an
     /// opening between its first check and its subscription, or while it is
     /// checking, is not slept through; every waiter of every client wakes at
     /// the opening, whoever counted down, Redisson included. A negative
@@ -273,8 +273,8 @@ impl CountDownLatch {
     /// [`is_busy`](Error::is_busy) when the latch was still armed at the
     /// end; [`is_wrong_type`](Error::is_wrong_type) (including a string
     /// that is not an integer) and a bad name end the wait; lost
-    /// connections and time-outs are retried until the timeout, and then
-    /// reported as they are.
+    /// connections and time-outs are retried until `wait` has passed, and
+    /// then reported as they are.
     ///
     /// # Cancel safety
     ///
@@ -301,8 +301,8 @@ impl CountDownLatch {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn wait_for(&self, timeout: Duration) -> Result<(), Error> {
-        front::acquire(self, Patience::within(timeout)).await
+    pub async fn wait_for(&self, wait: Duration) -> Result<(), Error> {
+        front::acquire(self, Patience::within(wait)).await
     }
 
     /// Waits until the latch is open, with no time limit, as

@@ -393,6 +393,7 @@ async fn release_all(mut taken: Vec<LockGuard>) {
 /// # }
 /// ```
 #[must_use = "dropping the guard releases the locks at once; hold it for the critical section and call `unlock().await`"]
+#[clippy::has_significant_drop]
 pub struct MultiGuard {
     /// The members' names joined with `,`, in the order taken.
     name: String,

@@ -506,6 +506,7 @@ async fn release_all(granted: Vec<LockGuard>) {
 /// # }
 /// ```
 #[must_use = "dropping the guard releases the lock at once; hold it for the critical section and call `unlock().await`"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RedLockGuard {
     name: String,

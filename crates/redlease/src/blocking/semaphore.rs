@@ -90,6 +90,17 @@ twin! {
     fn name(&self) -> &str { "assert_eq!(permit.name(), name);" }
     /// how many permits this guard holds.
     fn permits(&self) -> u64 { "assert_eq!(permit.permits(), 2);" }
+    /// `None`: a semaphore's permits have no fencing token.
+    fn fencing_token(&self) -> Option<u64> { "assert_eq!(permit.fencing_token(), None);" }
+    /// `None`: the permits have no lease; they stay taken until given back.
+    fn expires_at(&self) -> Option<Instant> { "assert_eq!(permit.expires_at(), None);" }
+    /// `None` when the time is up: nothing takes a semaphore's permits
+    /// away.
+    wait fn lost(&self) -> LostReason {
+        "assert_eq!(permit.lost(Duration::from_millis(20))?, None); // never lost"
+    }
+    /// always false: the permits are never lost.
+    fn is_lost(&self) -> bool { "assert!(!permit.is_lost());" }
     /// gives the permits back, waking waiters of every client.
     release fn release(self) {
         "permit.release()?;"
@@ -196,10 +207,14 @@ twin! {
         "permit.release()?;"
     }
 
-    /// the permit's id: 32 hex digits, as Redisson's.
+    /// the permit's id: 32 hex digits, as Redisson's; it says whose permit
+    /// it is, as a lock guard's `owner()` says whose lock.
     fn id(&self) -> &str { "assert_eq!(permit.id().len(), 32);" }
     /// the semaphore's name.
     fn name(&self) -> &str { "assert_eq!(permit.name(), name);" }
+    /// `None`: an expirable semaphore's permits have no fencing token; the
+    /// [`id`](PermitGuard::id) tells them apart.
+    fn fencing_token(&self) -> Option<u64> { "assert_eq!(permit.fencing_token(), None);" }
     /// the end of a fixed lease by the local clock; `None` while it is
     /// renewed.
     fn expires_at(&self) -> Option<Instant> {
@@ -258,9 +273,9 @@ twin! {
     }
     /// the count now; 0 when open (or never armed).
     async fn count(&self) -> u64 { "assert_eq!(latch.count()?, 0);" }
-    /// waits at most `timeout` for the count to reach zero;
+    /// waits at most `wait` for the count to reach zero;
     /// [`is_busy`](crate::Error::is_busy) if it is still armed then.
-    async fn wait_for(&self, timeout: Duration) -> () {
+    async fn wait_for(&self, wait: Duration) -> () {
         "latch.try_set_count(1)?;"
         "assert!(latch.wait_for(Duration::from_millis(50)).unwrap_err().is_busy());"
         "latch.count_down()?;"

@@ -121,6 +121,13 @@ impl PermitGuard {
     /// `release(id)`, and [`ExpirableSemaphore::release_by_id`](crate::ExpirableSemaphore::release_by_id)
     /// takes it too.
     ///
+    /// The id says whose permit it is, as a lock guard's
+    /// [`owner`](crate::LockGuard::owner) says whose lock: the semaphore
+    /// keeps nothing else about a holder (no client id: Redisson's ids are
+    /// random), [`release`](PermitGuard::release) and
+    /// [`extend`](PermitGuard::extend) act only on this id, and
+    /// [`admin::read`](crate::admin::read) lists the acquired permits by it.
+    ///
     /// # Examples
     ///
     /// ```
@@ -160,6 +167,31 @@ impl PermitGuard {
     /// ```
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// `None`: an expirable semaphore's permits have no fencing token.
+    /// Redisson's `RPermitExpirableSemaphore` keeps no counter for them, and
+    /// a semaphore lets several holders in at once, so no order of holders
+    /// exists for a token to tell; the [`id`](PermitGuard::id) tells this
+    /// permit from the others.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.expirable_semaphore("doc:expirable:fencing-token");
+    /// exports.try_set_total(1).await?;
+    /// let permit = exports.try_acquire().await?;
+    /// assert_eq!(permit.fencing_token(), None);
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        None
     }
 
     /// Releases the permit, checking that it is still this guard's, and

@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::{GiveBack, Semaphore};
 use crate::error::Error;
+use crate::lost::LostReason;
 
 /// Permits taken from a [`Semaphore`]; made by its `try_acquire`,
 /// `try_acquire_for` and `acquire`, as tokio's `Semaphore` hands out a
@@ -101,6 +102,105 @@ impl SemaphorePermit {
     /// ```
     pub fn permits(&self) -> u64 {
         self.permits
+    }
+
+    /// `None`: a semaphore's permits have no fencing token. Redisson's
+    /// `RSemaphore` counts permits and records no holder, so there is
+    /// nothing a token could order; a lock's guard has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore-permit:fencing-token");
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire(1).await?;
+    /// assert_eq!(permit.fencing_token(), None);
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        None
+    }
+
+    /// `None`: the permits have no lease, and stay taken until they are
+    /// given back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore-permit:expires-at");
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire(1).await?;
+    /// assert_eq!(permit.expires_at(), None); // held until released
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        None
+    }
+
+    /// Always false: nothing takes a semaphore's permits away (they have
+    /// no owner and no lease), so this guard is never lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore-permit:is-lost");
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire(1).await?;
+    /// assert!(!permit.is_lost());
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn is_lost(&self) -> bool {
+        false
+    }
+
+    /// Never resolves: nothing takes a semaphore's permits away. It is
+    /// here so that code written for any guard (a `select!` on `lost()`
+    /// beside the work, say) runs unchanged with a permit.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it waits on nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let exports = client.semaphore("doc:semaphore-permit:lost");
+    /// exports.try_set_available(1).await?;
+    /// let permit = exports.try_acquire(1).await?;
+    /// tokio::select! {
+    ///     _ = permit.lost() => unreachable!("permits are never lost"),
+    ///     () = tokio::time::sleep(Duration::from_millis(20)) => {} // the export
+    /// }
+    /// permit.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> LostReason {
+        std::future::pending().await
     }
 
     /// Gives the permits back and publishes the new available count, which

@@ -6,16 +6,23 @@
 //! call. The test renders the table and compares it with DESIGN.md's, so
 //! neither the API nor the document can drift from the other.
 //!
+//! Neither `Guard` nor `Extend` is imported here, so every `g.…` call is
+//! the guard's own (inherent) method, as a user who imports nothing calls
+//! it; `own_methods!` checks every method of both traits that way, for
+//! every guard and its blocking twin (#38).
+//!
 //! To rewrite DESIGN.md's table after a deliberate change:
 //! `REDLEASE_BLESS=1 cargo test -p redlease --test it api_table`.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use redlease::{Error, Guard, LostReason};
+// Not `Guard` or `Extend`: see the module docs.
+use redlease::{Error, LostReason};
 
-/// An acquire: a guard, or busy as an error.
-fn acquires<G: Guard, F: Future<Output = Result<G, Error>>>(_: F) {}
+/// An acquire: a guard, or busy as an error. (A bound names the trait
+/// without bringing its methods into scope.)
+fn acquires<G: redlease::Guard, F: Future<Output = Result<G, Error>>>(_: F) {}
 /// A wait that holds nothing afterwards (a latch opening).
 fn waits<F: Future<Output = Result<(), Error>>>(_: F) {}
 /// A release, or a lease moved.
@@ -24,6 +31,10 @@ fn settles<F: Future<Output = Result<(), Error>>>(_: F) {}
 fn loses<F: Future<Output = LostReason>>(_: F) {}
 /// A fencing token, where the kind has one.
 fn tokens(_: Option<u64>) {}
+/// Who holds it, as Redis records it.
+fn whose(_: &str) {}
+/// The members of a multi-lock, each answering for itself.
+fn members(_: &[redlease::LockGuard]) {}
 /// A blocking twin's call: the same answer, without a future.
 fn blocks<T>(_: Result<T, Error>) {}
 
@@ -87,7 +98,7 @@ macro_rules! cells {
     };
 }
 
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 10] = [
     "primitive",
     "acquire once",
     "with a wait",
@@ -96,6 +107,7 @@ const COLUMNS: [&str; 9] = [
     "extend",
     "lost",
     "fencing token",
+    "whose",
     "blocking twin",
 ];
 
@@ -114,6 +126,7 @@ fn table() -> Vec<Vec<String>> {
                 | settles(g.extend(LEASE)); "(fixed lease)"
                 | loses(g.lost())
                 | tokens(g.fencing_token()); "`Some`"
+                | whose(g.owner()); "`<client id>:<n>`, the hash field"
                 | blocks(t.try_lock_for(WAIT))]
         ),
         row!(
@@ -128,6 +141,7 @@ fn table() -> Vec<Vec<String>> {
                 | none("no lease")
                 | loses(g.lost()); "(never resolves: nothing takes permits)"
                 | tokens(g.fencing_token()); "`None`"
+                | none("no owner: any client may give permits back")
                 | blocks(t.try_acquire_for(N, WAIT))]
         ),
         row!(
@@ -141,8 +155,9 @@ fn table() -> Vec<Vec<String>> {
                 | settles(g.release())
                 | settles(g.extend(LEASE)); "(fixed lease)"
                 | loses(g.lost())
-                | tokens(g.fencing_token());
-                "`None`" | blocks(t.try_acquire_for(WAIT))]
+                | tokens(g.fencing_token()); "`None`"
+                | whose(g.id()); "Redisson's permit id, the zset member"
+                | blocks(t.try_acquire_for(WAIT))]
         ),
         row!(
             "`CountDownLatch`",
@@ -152,6 +167,7 @@ fn table() -> Vec<Vec<String>> {
             [none("`count()` reads it")
                 | waits(x.wait_for(WAIT))
                 | waits(x.wait())
+                | none("nothing held")
                 | none("nothing held")
                 | none("nothing held")
                 | none("nothing held")
@@ -170,6 +186,7 @@ fn table() -> Vec<Vec<String>> {
                 | settles(g.extend(LEASE)); "(fixed lease)"
                 | loses(g.lost())
                 | tokens(g.fencing_token()); "`None`: `fencing_token_of(name)` per member"
+                | members(g.guards()); "each member's `owner()`"
                 | blocks(t.try_lock_for(WAIT))]
         ),
         row!(
@@ -184,10 +201,128 @@ fn table() -> Vec<Vec<String>> {
                 | settles(g.extend(LEASE))
                 | loses(g.lost())
                 | tokens(g.fencing_token());
-                "`None`: masters' tokens order nothing" | blocks(t.try_lock_for(WAIT))]
+                "`None`: masters' tokens order nothing"
+                    | none("an owner field per master, of that master's client")
+                    | blocks(t.try_lock_for(WAIT))]
         ),
     ]
 }
+
+/// A guard seen through `own_methods!`'s impls; never built, only
+/// type-checked.
+#[allow(dead_code)]
+#[derive(Debug)]
+struct Own<G>(G);
+
+/// Every method of `Guard` (and of `Extend`, for the kinds whose lease
+/// moves) as the guard's own, and the same for its blocking twin, where
+/// `lost` waits at most a given time and nothing is a future.
+///
+/// Each method is called in a function of its own, where no trait is in
+/// scope, so the call can only be the guard's inherent method; a guard
+/// that loses one stops this file from compiling. (Not inside an `impl
+/// Guard`: the trait being implemented is in scope there, and the call
+/// would quietly go through it.) The functions then implement the traits
+/// for `Own`, so the traits check each signature, a `Send` future
+/// included, and a method the traits gain must be added here. The twin's
+/// calls are type-checked in a closure that never runs.
+macro_rules! own_methods {
+    ($g:ty, $t:ty, release = $release:ident $(, $extend:ident)?) => {
+        const _: () = {
+            fn name(g: &$g) -> &str {
+                g.name()
+            }
+            fn fencing_token(g: &$g) -> Option<u64> {
+                g.fencing_token()
+            }
+            fn expires_at(g: &$g) -> Option<Instant> {
+                g.expires_at()
+            }
+            fn is_lost(g: &$g) -> bool {
+                g.is_lost()
+            }
+            fn lost(g: &$g) -> impl Future<Output = LostReason> + Send {
+                g.lost()
+            }
+            fn release(g: $g) -> impl Future<Output = Result<(), Error>> + Send {
+                g.$release()
+            }
+
+            impl redlease::Guard for Own<$g> {
+                fn name(&self) -> &str {
+                    name(&self.0)
+                }
+                fn fencing_token(&self) -> Option<u64> {
+                    fencing_token(&self.0)
+                }
+                fn expires_at(&self) -> Option<Instant> {
+                    expires_at(&self.0)
+                }
+                fn is_lost(&self) -> bool {
+                    is_lost(&self.0)
+                }
+                fn lost(&self) -> impl Future<Output = LostReason> + Send {
+                    lost(&self.0)
+                }
+                fn release(self) -> impl Future<Output = Result<(), Error>> + Send {
+                    release(self.0)
+                }
+            }
+
+            $(
+                fn $extend(g: &$g, lease: Duration) -> impl Future<Output = Result<(), Error>> + Send {
+                    g.$extend(lease)
+                }
+
+                impl redlease::Extend for Own<$g> {
+                    fn $extend(&self, lease: Duration) -> impl Future<Output = Result<(), Error>> + Send {
+                        $extend(&self.0, lease)
+                    }
+                }
+            )?
+        };
+        const _: fn() = || {
+            let t = any::<$t>();
+            let _: &str = t.name();
+            let _: Option<u64> = t.fencing_token();
+            let _: Option<Instant> = t.expires_at();
+            let _: bool = t.is_lost();
+            let _: Result<Option<LostReason>, Error> = t.lost(WAIT);
+            $( let _: Result<(), Error> = t.$extend(LEASE); )?
+            let _: Result<(), Error> = t.$release();
+        };
+    };
+}
+
+own_methods!(
+    redlease::LockGuard,
+    redlease::blocking::LockGuard,
+    release = unlock,
+    extend
+);
+own_methods!(
+    redlease::MultiGuard,
+    redlease::blocking::MultiGuard,
+    release = unlock,
+    extend
+);
+own_methods!(
+    redlease::RedLockGuard,
+    redlease::blocking::RedLockGuard,
+    release = unlock,
+    extend
+);
+own_methods!(
+    redlease::SemaphorePermit,
+    redlease::blocking::SemaphorePermit,
+    release = release
+);
+own_methods!(
+    redlease::PermitGuard,
+    redlease::blocking::PermitGuard,
+    release = release,
+    extend
+);
 
 fn render() -> String {
     let mut out = String::new();
@@ -230,22 +365,33 @@ fn design_md_has_the_api_table_the_code_has() {
     );
 }
 
-/// The table says each kind's token; the guards say it too.
+/// The table says each kind's token; the guards say it too, on their own
+/// and through the `Guard` trait alike.
 #[tokio::test]
 async fn the_token_column_is_what_the_guards_answer() {
     let c = crate::support::client().await;
     let name = crate::support::unique("api-table");
     let lock = c.lock(&name).try_lock().await.unwrap();
-    assert!(Guard::fencing_token(&lock).is_some());
-    lock.release().await.unwrap();
+    assert!(lock.fencing_token().is_some());
+    assert_eq!(redlease::Guard::fencing_token(&lock), lock.fencing_token());
+    lock.unlock().await.unwrap();
     let sem = c.semaphore(&name);
     sem.try_set_available(1).await.unwrap();
     let permit = sem.try_acquire(1).await.unwrap();
-    assert_eq!(Guard::fencing_token(&permit), None);
-    assert!(!Guard::is_lost(&permit));
+    assert_eq!(permit.fencing_token(), None);
+    assert_eq!(redlease::Guard::fencing_token(&permit), None);
+    assert!(!permit.is_lost());
+    assert!(!redlease::Guard::is_lost(&permit));
+    permit.release().await.unwrap();
+    let slots = c.expirable_semaphore(format!("{name}:expirable"));
+    slots.try_set_total(1).await.unwrap();
+    let permit = slots.try_acquire().await.unwrap();
+    assert_eq!(permit.fencing_token(), None);
+    assert_eq!(redlease::Guard::fencing_token(&permit), None);
     permit.release().await.unwrap();
     let multi = c.multi_lock([format!("{name}:a"), format!("{name}:b")]);
     let both = multi.try_lock().await.unwrap();
-    assert_eq!(Guard::fencing_token(&both), None);
-    both.release().await.unwrap();
+    assert_eq!(both.fencing_token(), None);
+    assert_eq!(redlease::Guard::fencing_token(&both), None);
+    both.unlock().await.unwrap();
 }
