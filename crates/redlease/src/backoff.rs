@@ -1,4 +1,7 @@
-//! Backoff for waiters that cannot wait on a release message.
+//! How long to sleep before trying again, and for how long to keep trying:
+//! for waiters that cannot wait on a release message, and for calls sent
+//! again after a lost reply or a failover (`retry_transient`,
+//! `retry_not_run`), with how long their request records last (#37).
 //!
 //! Waiters normally sleep until the lock's release message (see
 //! [`crate::wait`] and [`crate::pubsub`]). These jittered exponential steps are for the rest:
@@ -82,6 +85,9 @@ where
         match call().await {
             Err(e) if again(&e) && Instant::now() < deadline && !unretried_failover(&e) => {
                 tracing::debug!(error = %e, "not answered; retrying");
+                // Counted by reason (`redlease_retries_total`): a failover
+                // ridden out here never reaches the caller, so only the
+                // metric shows it (#37).
                 crate::metrics::retried(e.retry_reason());
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 pause_after_error(failures, Some(remaining)).await;
@@ -137,6 +143,8 @@ pub(crate) fn answer_ttl_ms(retry_for: Duration) -> u64 {
 const MAX_ERROR_STEP: Duration = Duration::from_millis(256);
 
 fn step(attempt: u32, max: Duration) -> Duration {
+    // At most 16 doublings: a shift of 32 would overflow, and 2 ms << 16 is
+    // past either cap already.
     FIRST_STEP.saturating_mul(1u32 << attempt.min(16)).min(max)
 }
 
@@ -173,6 +181,8 @@ fn jittered(
 /// A random number in `[0, 1)`; std's per-process random hasher keys are
 /// enough for jitter and save a dependency.
 fn random_unit() -> f64 {
+    // The top 53 bits, as many as an `f64` holds exactly: the quotient is
+    // then below 1.
     let bits = RandomState::new().build_hasher().finish() >> 11;
     bits as f64 / (1u64 << 53) as f64
 }

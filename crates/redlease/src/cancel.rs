@@ -1,4 +1,8 @@
-//! What a cancelled acquire leaves behind, taken back in the background.
+//! When an acquire's future is dropped (a `select!`, a timeout, a task
+//! aborted) after its request may have reached Redis, this takes back what
+//! Redis may have granted (a hold, a fair queue place, a re-entry in an
+//! owner scope), sent in the background (DESIGN.md, "What does cancelling
+//! a future leave behind?").
 
 use std::sync::Arc;
 
@@ -12,10 +16,11 @@ use crate::scripts::ScriptCall;
 
 /// Runs `call` to completion in a task of its own, for a script whose
 /// success must be undone if nobody receives it (it has no owner field a
-/// withdrawal could name: a re-entry of a shared field, permits taken from
-/// a semaphore). Whoever last sees a reply for which `took` is true that the
-/// caller did not take runs `undo`: the task, if the caller was dropped
-/// before the reply came, or the caller's dropped end, if it came first.
+/// withdrawal could name: a re-entry of a shared field; the semaphore's
+/// acquire has had a request id of its own since #36). Whoever last sees
+/// a reply for which `took` is true that the caller did not take runs
+/// `undo`: the task, if the caller was dropped before the reply came, or
+/// the caller's dropped end, if it came first.
 /// `None` when the task never answered (the runtime is shutting down).
 ///
 /// # Cancel safety
@@ -48,6 +53,7 @@ where
         undo: Some(undo),
     };
     let reply = (&mut pending.rx).await;
+    // Received: the success is the caller's now, and Drop must not undo it.
     pending.undo = None;
     reply.ok()
 }
@@ -66,6 +72,9 @@ struct Pending<T, U: Fn()> {
 impl<T, U: Fn()> Drop for Pending<T, U> {
     fn drop(&mut self) {
         if let Some(undo) = self.undo.take() {
+            // Closed before the read: a reply sent after this fails to send
+            // and the task undoes it; one sent before is read here. So
+            // exactly one side undoes a success, whenever it came.
             self.rx.close();
             if let Ok(Ok(reply)) = self.rx.try_recv()
                 && (self.took)(&reply)
@@ -129,6 +138,7 @@ impl Withdrawal {
             kind,
             name: name.clone(),
             field: field.clone(),
+            // Unused: a fair lock's withdrawal (`abandon`) restores no lease.
             lease_ms: 0,
             retry,
         }
@@ -157,6 +167,8 @@ impl Drop for Withdrawal {
                 &self.name,
                 &self.field,
                 self.lease_ms,
+                // No label: the acquisition may never have been granted, so
+                // a refusal is not the unlock of a lock we lost.
                 None,
                 self.retry.clone(),
             );

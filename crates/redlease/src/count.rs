@@ -1,7 +1,8 @@
-//! What the semaphore and the count-down latch share: a count in a string
-//! key, a name whose channel must share the key's cluster slot, scripts
-//! run to completion whatever happens to the caller, and the changes of a
-//! count sent again, under one request id, until they are answered (#37).
+//! The code `Semaphore` and `CountDownLatch` share, as both keep a number
+//! in one string key: the name check (its channel must share the key's
+//! cluster slot), the permit and count bounds, scripts run to completion
+//! whatever happens to the caller, and the changes of a count sent again,
+//! under one request id, until they are answered (#37).
 
 use std::fmt;
 use std::time::Duration;
@@ -215,6 +216,8 @@ pub const MAX_PERMITS: u64 = i32::MAX as u64;
 /// Checks a number of permits (or a change of it, when `min` is
 /// negative) against `min..=MAX_PERMITS`.
 pub(crate) fn check_permits(what: &str, permits: i64, min: i64) -> Result<i64, Error> {
+    // Redisson's bound, not ours: Java reads a semaphore's counts as an
+    // `int` (#27).
     let max = i64::from(i32::MAX);
     if (min..=max).contains(&permits) {
         return Ok(permits);
@@ -300,6 +303,8 @@ pub(crate) fn parse(value: &[u8]) -> Option<i64> {
 pub(crate) async fn get(conn: &Connection, key: &str) -> Result<Option<i64>, redis::RedisError> {
     let value: Option<Vec<u8>> = conn.query(&crate::scripts::commands::get(key)).await?;
     Ok(match value {
+        // As the scripts read it: a missing semaphore has no permits, and
+        // a deleted latch is open.
         None => Some(0),
         Some(value) => parse(&value),
     })
@@ -320,6 +325,9 @@ where
     let task = tokio::spawn(async move { call.run::<T>(&conn).await });
     match task.await {
         Ok(reply) => reply.map_err(Error::from),
+        // The task never answered: the runtime is shutting down. A runtime
+        // error, not a made-up I/O error from Redis, which a waiter would
+        // retry as a lost connection (#27).
         Err(_) => Err(runtime_stopped()),
     }
 }
@@ -338,6 +346,10 @@ where
     T: FromRedisValue + Send + 'static,
 {
     let conn = conn.clone();
+    // The repeats run in the task too: a change is sent until answered (for
+    // up to `retry_for`) whether or not its caller is still there, so a
+    // cancelled release or count-down is carried out, not left to guess at
+    // (see `run_to_completion`).
     let task = tokio::spawn(async move { send_until_answered(&conn, &call, retry_for).await });
     match task.await {
         Ok(reply) => reply,

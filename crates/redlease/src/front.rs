@@ -1,5 +1,7 @@
-//! The front-end of every acquire: one attempt or a wait, the busy rule,
-//! the span and the metrics, written once for every primitive (#27).
+//! Every acquire call (`try_lock`, `try_lock_for`, `lock`, `try_acquire`,
+//! `acquire`, a latch's `wait`...) goes through here: it picks one attempt
+//! or a wait, applies the busy rule, and records the span and the metrics,
+//! written once for every primitive (#27).
 //!
 //! A primitive's `try_lock`/`try_acquire`, `..._for` and `lock`/`acquire`
 //! are each one call of [`acquire`] with a [`Patience`]. The primitive
@@ -13,7 +15,8 @@
 //!   [`Error::is_busy`] is true, worded by the contender.
 //! * `Within(wait)` and `Forever`: the waiting engine.
 //! * An `acquire` span (fields `kind`, `key`, `outcome`) around the whole
-//!   call, and [`metrics::ACQUIRES`] and [`metrics::WAIT_SECONDS`] by
+//!   call, and [`crate::metrics::ACQUIRES`] and
+//!   [`crate::metrics::WAIT_SECONDS`] by
 //!   outcome (`cancelled` when the caller drops the call).
 
 use std::future::Future;
@@ -42,6 +45,8 @@ pub(crate) enum Patience {
 impl Patience {
     /// A `..._for(wait)` call's patience: a wait of zero is one attempt.
     pub(crate) fn within(wait: Duration) -> Patience {
+        // One attempt, not a wait that ends at once: a fair lock's wait
+        // joins its queue, which `try_lock_for(ZERO)` must not (#3).
         if wait.is_zero() {
             Patience::Once
         } else {
@@ -118,6 +123,9 @@ async fn contend<P: Primitive>(
     };
     let wait = match patience {
         Patience::Once => {
+            // `attempt_once`, not `attempt`: a fair lock's `try_lock` never
+            // joins the queue, nor jumps it (DESIGN.md, "How does the fair
+            // lock work").
             return match contender.attempt_once().await? {
                 Attempt::Acquired(guard) => Ok((guard, Outcome::Acquired)),
                 Attempt::Busy(_) | Attempt::Short(_) => Err(contender.busy(started.elapsed())),

@@ -1,5 +1,5 @@
-//! The holding engine: what every held primitive does between its acquire
-//! and its release.
+//! What a `LockGuard` does while it holds a lock (any lock kind, and each
+//! member of a multi-lock), between its acquire and its release.
 //!
 //! A [`Hold`] is registered with the client's watchdog (or, for a fixed
 //! lease, knows when it expires), answers `lost()` and `is_lost()`, releases
@@ -172,6 +172,11 @@ impl Hold {
     /// watchdog unless its lease is fixed.
     pub(crate) fn new(client: Shared, kind: Kind, name: Arc<str>, grant: Grant) -> Hold {
         let lost = LostSignal::new();
+        // Registered now, as the acquire reply arrives, and deregistered
+        // before the release is sent: no renewal can be scheduled after the
+        // release and bring the lock back to life (Redisson's #7272,
+        // DESIGN.md). The watchdog's deadline counts from `sent_at`: the
+        // lease began no earlier, so the deadline never outlasts Redis's.
         let watchdog_id = match &grant.mode {
             LeaseMode::Watchdog => Some(client.watchdog().register(
                 name.clone(),
@@ -278,6 +283,8 @@ impl Hold {
             tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
         let request = self.release_request();
         let conn = self.client.conn();
+        // Restored when other guards of the hold remain: a fixed lease's
+        // current length, which `extend` may have changed.
         let lease_ms = self.mode.lease_ms(self.lease_ms);
         let latch = request.as_deref().map(|request| Latch {
             request,
@@ -425,6 +432,8 @@ impl Hold {
 impl Drop for Hold {
     fn drop(&mut self) {
         let last = self.let_go().unwrap_or(true);
+        // In the string layout the key holds no count: only the scope's last
+        // guard releases it. Elsewhere each guard takes back its own hold.
         if self.armed && (last || !self.kind.is_string()) {
             let lease_ms = self.mode.lease_ms(self.lease_ms);
             let request = self.release_request();

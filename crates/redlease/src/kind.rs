@@ -1,6 +1,8 @@
-//! Which protocol a lock speaks: the plain lock, the fair lock with its
-//! waiting queue, one side of a read-write lock, or the plain lock in the
-//! string layout. The one place that chooses between their calls.
+//! Which Redis calls a lock sends (acquire, release, extend, re-entry,
+//! withdrawal) and which channel wakes its waiters, by the protocol it
+//! speaks: the plain lock, the fair lock with its waiting queue, one side
+//! of a read-write lock, or the plain lock in the string layout. The one
+//! place that chooses between their calls.
 
 use std::sync::Arc;
 
@@ -81,6 +83,9 @@ impl Kind {
             publish,
         } = options;
         let call = match self {
+            // Not a script call, so not in the match: the connection picks
+            // the server's own commands or a script for it, as the server
+            // supports them (#17).
             Kind::Str => {
                 return scripts::string::acquire(name, lease_ms, field, fencing).into();
             }
@@ -117,6 +122,8 @@ impl Kind {
             Kind::Str => return scripts::string::release(name, field, publish).into(),
             Kind::Plain => scripts::lock::release_with(name, lease_ms, field, publish, latch),
             Kind::Fair { .. } => scripts::fair::release(name, lease_ms, field, publish, latch),
+            // No lease to restore: the hash then lives as long as the
+            // longest read hold left, by that hold's timeout key.
             Kind::Read => scripts::rwlock::read_release(name, field, publish, latch),
             Kind::Write => scripts::rwlock::write_release(name, lease_ms, field, publish, latch),
         };
@@ -136,6 +143,10 @@ impl Kind {
     pub(crate) fn extend<'a>(self, name: &'a str, lease_ms: u64, field: &'a str) -> Call<'a> {
         match self {
             Kind::Str => scripts::string::extend(name, lease_ms, field).into(),
+            // The reader's timeout keys too, not only the hash: another
+            // reader's release deletes the hash unless some read hold's
+            // timeout key lives (DESIGN.md, "How the read-write lock plugs
+            // in").
             Kind::Read => scripts::rwlock::renew_reads(lease_ms, [(name, field)]).into(),
             Kind::Plain | Kind::Fair { .. } | Kind::Write => {
                 scripts::lock::renew(lease_ms, [(name, field)]).into()
@@ -168,6 +179,9 @@ impl Kind {
         publish: Publish,
     ) -> Call<'a> {
         match self {
+            // Also leaves the queue, and wakes the new head if the lock is
+            // free: a waiter gone from the queue's head would otherwise
+            // hold it up until its deadline passed.
             Kind::Fair { .. } => scripts::fair::abandon(name, field, publish).into(),
             // A fresh field: a repeat finds nothing of its own, no latch
             // needed.
@@ -183,6 +197,9 @@ impl Kind {
     pub(crate) fn wake_channel(self, name: &str, field: &str) -> String {
         match self {
             Kind::Plain | Kind::Str => layout::channel(name),
+            // A fair release publishes to the head waiter's channel only, so
+            // one waiter in the whole system wakes; plain and fair waiters
+            // of one name therefore do not wake each other (DESIGN.md).
             Kind::Fair { .. } => layout::waiter_channel(name, field),
             Kind::Read | Kind::Write => layout::rwlock_channel(name),
         }

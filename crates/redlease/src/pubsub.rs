@@ -1,4 +1,6 @@
-//! Release notifications: one shared subscription per channel per client.
+//! How a waiting acquire hears that a lock was released (or a permit
+//! given back, a latch opened): one shared Redis subscription per channel
+//! per client, and the local wake-ups its messages cause.
 //!
 //! Waiters for a lock join its release channel; the first one in the process
 //! makes the client `SUBSCRIBE`, the last one to leave makes it
@@ -111,6 +113,9 @@ impl Channel {
     /// one) frees, as each group's [`Wakes`] says.
     fn deliver(&self, payload: Option<i64>) {
         let state = &self.state;
+        // Counted before the wake-ups: a waiter reads the count after it
+        // registers to be woken (`Subscription::wait`), so it either sees
+        // the count moved or is registered in time for the wake-up.
         state.messages.fetch_add(1, Ordering::AcqRel);
         let groups = [
             (&state.notify, self.waiters, state.wakes),
@@ -347,6 +352,10 @@ impl Drop for Subscription {
         };
         if last {
             channels.remove(&self.channel);
+            // The manager compares the registry when it comes to this
+            // request, not now: a waiter that joins meanwhile keeps the
+            // channel subscribed, so a quick leave-and-rejoin never ends
+            // unsubscribed.
             let _ = self
                 .shared
                 .reconcile
@@ -430,6 +439,9 @@ async fn manage(
                 reconcile(&shared, &conn, &mut known, channel).await;
             }
             Request::Resubscribe => {
+                // Copied out first: the registry's lock is a std mutex
+                // (waiters leave from `Drop`, which cannot await a tokio
+                // one), so it is never held across an await.
                 let wanted: Vec<String> = shared.lock().keys().cloned().collect();
                 for channel in wanted {
                     if let Err(e) = conn.subscribe(&channel).await {
@@ -485,6 +497,8 @@ async fn reconcile(
 ) {
     let wanted = shared.lock().get(&channel).map(|c| c.state.clone());
     match (wanted, known.get(&channel).copied()) {
+        // Its waiters left and one came back before the manager got to the
+        // unsubscribe: still subscribed on the server, nothing to send.
         (Some(state), Some(Known::Subscribed)) => {
             state.subscribed.send_replace(SubState::Ready);
         }

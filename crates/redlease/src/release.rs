@@ -1,6 +1,7 @@
-//! The release protocol: running an owner-checked release (the calls come
-//! from [`Kind`]), the withdrawal of an acquisition that must not stand, and
-//! both sent in the background.
+//! How a lock is given back to Redis: `unlock()`, a guard's Drop and a
+//! cancelled acquire all send their owner-checked release through here
+//! (the calls come from [`Kind`]), as does the withdrawal of an acquisition
+//! that must not stand, in the foreground or in the background.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,9 @@ pub(crate) async fn withdraw(
     field: &str,
     lease_ms: u64,
 ) -> Result<(), Error> {
+    // Published as this connection's waiters subscribe (`SPUBLISH` for
+    // sharded subscribers on a cluster): sent the other way, the release
+    // message would wake nobody.
     let call = kind.withdraw(name, lease_ms, field, conn.publish());
     run(conn, &call, name).await
 }
@@ -120,6 +124,8 @@ pub(crate) fn in_background(
     guard_label: Option<Label>,
     retry: Retry,
 ) {
+    // Drop cannot await, and a guard may be dropped on a plain thread: then
+    // only the lease frees the lock (DESIGN.md, "`unlock().await` or Drop?").
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::debug!(key = %name, "no runtime to release in; the lock will expire after its lease");
         return;
@@ -151,6 +157,8 @@ pub(crate) fn in_background(
         };
         match answered {
             Ok(()) => tracing::debug!(key = %name, "released in the background"),
+            // Not ours any more: a guard's lock expired or was taken over
+            // (counted), or an acquisition that never stood (not counted).
             Err(e) if e.is_not_owner() => {
                 if let Some(label) = guard_label {
                     metrics::unlock_not_owner(&label);

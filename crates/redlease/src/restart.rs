@@ -10,7 +10,7 @@
 //! most likely to be taken next (their locks vanished with the data). So
 //! after each reconnection it asks the server's run id (`INFO server`);
 //! when the id changed, it seeds each held name's counter from the clock
-//! ([`scripts::lock::seed`](crate::scripts::lock::seed), which leaves a
+//! ([`scripts::lock::seed`], which leaves a
 //! counter that is seeded already). The window left is the reconnection's
 //! (the first Java acquire may come before it) and the names this client
 //! does not hold; a Sentinel failover also changes the run id, and there
@@ -63,6 +63,8 @@ async fn follow(
         if !restarted {
             continue;
         }
+        // Upgraded only now, for the seeding: between reconnections the
+        // task must not keep the client alive.
         let Some(client) = client.upgrade() else {
             return;
         };

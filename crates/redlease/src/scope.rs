@@ -1,5 +1,5 @@
-//! Owner scopes, and re-entry: within a scope, taking a lock the scope
-//! already holds re-enters it instead of waiting for itself.
+//! `redlease::scope(fut)` and re-entrant locking: inside a scope, taking a
+//! lock the scope already holds re-enters it instead of waiting for itself.
 //!
 //! Async tasks move between threads, so a thread cannot be the owner, as it
 //! is in Redisson. A scope is an explicit owner instead: a task-local map
@@ -103,6 +103,8 @@ struct Entry {
 /// # }
 /// ```
 pub async fn scope<F: Future>(fut: F) -> F::Output {
+    // Inside a scope already: a fresh map would hide the outer scope's
+    // holds, and taking one of them again would wait for itself.
     if SCOPE.try_with(|_| ()).is_ok() {
         fut.await
     } else {
@@ -200,6 +202,8 @@ pub(crate) async fn reenter(
                  release the read lock first (an upgrade would wait for itself)"
             ))
             .with_key(name)),
+            // The writer's field less `:write` is the same owner's reader
+            // field, which the read acquire lets in under that write hold.
             Kind::Read => Ok(live(Side::Write)
                 .and_then(|writer| writer.field.strip_suffix(":write").map(Arc::from))
                 .map_or(Reentry::Acquire, Reentry::Downgrade)),

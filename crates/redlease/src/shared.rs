@@ -1,6 +1,8 @@
-//! What a client's primitives share: its connection, owner ids, watchdog
-//! and subscriptions, behind narrow methods. No protocol code: that is in
-//! the primitives' modules.
+//! What every lock handle, semaphore, latch and guard holds of its
+//! `Client`, instead of the `Client` itself: the client's connection, owner
+//! ids, watchdog and subscriptions behind narrow methods ([`Shared`]), and
+//! each handle's client, name and metrics label ([`Handle`]). No protocol
+//! code: that is in the primitives' modules.
 //!
 //! [`Client`](crate::Client) (in `client.rs`, with every public method) wraps
 //! one [`Shared`]; the handles and guards it makes hold a `Shared`, not a
@@ -44,7 +46,7 @@ pub(crate) struct Inner {
     /// How long a write made safe to repeat is sent again after lost
     /// replies ([`ClientBuilder::retry_writes_for`](crate::ClientBuilder::retry_writes_for)).
     pub(crate) retry_writes_for: Duration,
-    /// How [`Client::lock`](crate::Client::lock)(crate::Client::lock) keeps its locks.
+    /// How [`Client::lock`](crate::Client::lock) keeps its locks.
     pub(crate) layout: Layout,
     /// Whether acquires issue fencing tokens, and how long their counters
     /// live from their start (from the clock).
@@ -71,6 +73,9 @@ impl Shared {
     /// The connection acquires go out on, and with them everything that must
     /// reach Redis after an acquire: the withdrawal of a cancelled one.
     pub(crate) fn acquire_conn(&self) -> &Connection {
+        // With replicas required, an acquire waits behind its `WAIT` on
+        // their connection: a withdrawal sent on the main one could overtake
+        // it and leave a lock nobody holds (#4).
         self.inner
             .replicas
             .as_ref()
@@ -84,6 +89,8 @@ impl Shared {
 
     /// A new owner field, `<client-id>:<n>`, unique to one acquisition.
     pub(crate) fn new_owner_field(&self) -> Arc<str> {
+        // Relaxed: only uniqueness matters, which `fetch_add` gives under any
+        // ordering; nothing else is published through this counter.
         let n = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
         let id = &self.inner.id;
         // Written on the stack and copied once into the `Arc`: a `String`
@@ -203,6 +210,8 @@ impl Handle {
     /// A handle of `client`'s on `name`.
     pub(crate) fn new(client: Shared, name: Arc<str>) -> Handle {
         Handle {
+            // Looked up once per handle, not per acquire: the client's
+            // handles of one label share its series keys (#28).
             label: client.inner.labels.of(&name),
             client,
             name,

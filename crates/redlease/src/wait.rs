@@ -1,4 +1,5 @@
-//! The waiting engine: how any primitive waits for its turn.
+//! How `lock()`, `try_lock_for`, a semaphore's `acquire` and a latch's
+//! `wait` wait for their turn: the one waiting loop every primitive uses.
 //!
 //! A primitive supplies a [`Contender`]: one attempt (which reads "busy,
 //! with this much time to live"), the channel its release is announced on,
@@ -178,6 +179,8 @@ pub(crate) async fn wait<C: Contender>(
             Err(e) if e.is_transient() && !backoff::unretried_failover(&e) => {
                 crate::metrics::retried(e.retry_reason());
                 contender.restart();
+                // A fair waiter's channel is named after its owner field,
+                // which `restart` just replaced: wait on the new one.
                 if waiting
                     .joined
                     .as_ref()
@@ -193,6 +196,8 @@ pub(crate) async fn wait<C: Contender>(
             Some(deadline) => {
                 let now = Instant::now();
                 if now >= deadline {
+                    // Leave no queue place behind: a fair waiter that gave up
+                    // must not hold up the queue until its deadline.
                     contender.give_up().await;
                     return Err(holder_ttl
                         .err()
@@ -268,12 +273,18 @@ impl Waiting<'_> {
                 // that wakes several waiters stores one wake-up only, which
                 // a second newcomer would miss: they retry.
                 let already = sub.is_ready() && wakes == Wakes::One;
+                // Capped by the refresh period too: a contender that must
+                // attempt that often (a fair waiter keeping its queue place)
+                // does so while the subscription is pending (#3).
                 let ready = already || sub.ready(cap(remaining, self.refresh)).await;
                 self.joined = Some(Joined {
                     sub,
                     channel,
                     ready,
                 });
+                // Subscribe, then retry once: a release between the last
+                // attempt and the subscription went unheard (Redisson's
+                // #1763).
                 if ready && !already {
                     return;
                 }
@@ -283,6 +294,8 @@ impl Waiting<'_> {
         // Just joined: messages before it went unheard, and the retry or
         // the stored wake-up covers them.
         let seen = seen.unwrap_or_else(|| joined.sub.seen());
+        // One millisecond more: `PTTL` rounds down, and waking a moment after
+        // the expiry beats waking a moment before it.
         let holder_expiry = holder_ttl.map(|t| t + Duration::from_millis(1));
         let sleep = cap(cap(holder_expiry, remaining), self.refresh);
         let span =
