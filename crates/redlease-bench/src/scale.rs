@@ -518,7 +518,7 @@ impl Held {
 }
 
 /// A permit's time left in ms by the server's clock, `-1` when it is gone:
-/// KEYS[1] the semaphore's `{name}:timeout` zset, ARGV[1] the raw id.
+/// `KEYS[1]` the semaphore's `{name}:timeout` zset, `ARGV[1]` the raw id.
 const TIME_LEFT: &str = "local s = redis.call('zscore', KEYS[1], ARGV[1]) \
 if not s then return -1 end \
 local t = redis.call('time') \
