@@ -332,6 +332,16 @@ impl RedisCluster {
         self.member(node.port).server.resume();
     }
 
+    /// The last `lines` lines of `node`'s log (restarts included), for a
+    /// test's failure message.
+    ///
+    /// # Panics
+    ///
+    /// When `node` is not a node of this cluster.
+    pub fn log_tail(&self, node: &ClusterNode, lines: usize) -> String {
+        self.member(node.port).server.log_tail(lines)
+    }
+
     fn member(&self, port: u16) -> &Member {
         self.members
             .iter()
