@@ -35,6 +35,7 @@
 
 mod cluster;
 mod error;
+mod imports;
 mod launch;
 mod probe;
 mod proxy;
@@ -44,6 +45,7 @@ mod tls;
 
 pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
+pub use imports::import_cycles;
 pub use proxy::Proxy;
 pub use sentinel::{SentinelGroup, SentinelOptions, WrongSentinel};
 pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};

@@ -255,24 +255,17 @@ fn the_files_import_without_a_cycle() {
         files.resolve(&["url".to_owned()], &auth, 0),
         Some(vec!["sentinel".to_owned(), "address".to_owned()]),
     );
-    // Depth-first from each file: reaching it again is a cycle.
-    let mut cycles = Vec::new();
-    for &start in imports.keys() {
-        let mut stack: Vec<Vec<&Module>> = vec![vec![start]];
-        let mut seen = BTreeSet::new();
-        'search: while let Some(path) = stack.pop() {
-            for next in imports.get(*path.last().unwrap()).into_iter().flatten() {
-                if next == start {
-                    let names: Vec<&str> = path.iter().map(|m| files.file[*m].as_str()).collect();
-                    cycles.push(format!("{} -> {}", names.join(" -> "), files.file[start]));
-                    break 'search;
-                }
-                if seen.insert(next) {
-                    stack.push([path.clone(), vec![next]].concat());
-                }
-            }
-        }
-    }
+    let imports: BTreeMap<Module, BTreeSet<Module>> = imports
+        .into_iter()
+        .map(|(module, used)| (module.clone(), used))
+        .collect();
+    let cycles: Vec<String> = redlease_testkit::import_cycles(&imports)
+        .into_iter()
+        .map(|path| {
+            let names: Vec<&str> = path.iter().map(|m| files.file[m].as_str()).collect();
+            format!("{} -> {}", names.join(" -> "), names[0])
+        })
+        .collect();
     assert!(
         cycles.is_empty(),
         "files of connection/ import each other:\n{}",

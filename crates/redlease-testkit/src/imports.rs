@@ -1,0 +1,47 @@
+//! [`import_cycles`]: the circles in a graph of what imports what, for the
+//! tests that keep a crate's modules (or a module's files) importing one
+//! way (redlease's lib.rs and `connection/layers.rs`, the bench's
+//! `tests/imports.rs`), which read the graph from the sources each in
+//! their own way and share this search.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The circles in `imports` (each node with what it imports): for every
+/// node that can reach itself, the first path found back to it, starting
+/// with that node (`[a, b, c]` for `a -> b -> c -> a`). Every node is
+/// searched, so a change that closes several circles sees them all.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::{BTreeMap, BTreeSet};
+///
+/// let mut imports: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+/// imports.insert("a", BTreeSet::from(["b"]));
+/// imports.insert("b", BTreeSet::from(["a", "c"]));
+/// imports.insert("c", BTreeSet::new());
+/// assert_eq!(redlease_testkit::import_cycles(&imports), [vec!["a", "b"], vec!["b", "a"]]);
+/// ```
+pub fn import_cycles<N: Ord + Clone>(imports: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    let mut cycles = Vec::new();
+    for start in imports.keys() {
+        // Depth-first from `start`: reaching it again is a circle.
+        let mut stack: Vec<Vec<&N>> = vec![vec![start]];
+        let mut seen = BTreeSet::new();
+        'search: while let Some(path) = stack.pop() {
+            let last = *path.last().expect("a path starts with its node");
+            for next in imports.get(last).into_iter().flatten() {
+                if next == start {
+                    cycles.push(path.into_iter().cloned().collect());
+                    break 'search;
+                }
+                if seen.insert(next) {
+                    let mut longer = path.clone();
+                    longer.push(next);
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+    cycles
+}
