@@ -12,17 +12,7 @@ use std::path::Path;
 
 /// `text` without its test modules and comment lines, one line.
 fn code(text: &str) -> String {
-    let end = text
-        .match_indices("#[cfg(test)]")
-        .map(|(at, tag)| (at, at + tag.len()))
-        .find(|&(_, after)| text[after..].trim_start().starts_with("mod "))
-        .map_or(text.len(), |(at, _)| at);
-    let lines: Vec<&str> = text[..end]
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.starts_with("//"))
-        .collect();
-    lines.join(" ")
+    redlease_testkit::code_lines(text).join(" ")
 }
 
 /// The first name of each path after a `crate::` that starts `rest`: one,

@@ -1,4 +1,4 @@
-//! [`import_cycles`]: the circles in a graph of what imports what, for the
+//! [`import_cycles`] and [`code_lines`]: the circles in a graph of what imports what, for the
 //! tests that keep a crate's modules (or a module's files) importing one
 //! way (redlease's lib.rs and `connection/layers.rs`, the bench's
 //! `tests/imports.rs`), which read the graph from the sources each in
@@ -44,4 +44,27 @@ pub fn import_cycles<N: Ord + Clone>(imports: &BTreeMap<N, BTreeSet<N>>) -> Vec<
         }
     }
     cycles
+}
+
+/// The lines of a Rust source `text` that its build sees: trimmed, without
+/// comment lines, and up to its test module (`#[cfg(test)] mod ..`; a
+/// `#[cfg(test)]` function is code the file keeps).
+///
+/// # Examples
+///
+/// ```
+/// let text = "use a::b;\n// why\nfn f() {}\n#[cfg(test)]\nmod tests {}\n";
+/// assert_eq!(redlease_testkit::code_lines(text), ["use a::b;", "fn f() {}"]);
+/// ```
+pub fn code_lines(text: &str) -> Vec<&str> {
+    let end = text
+        .match_indices("#[cfg(test)]")
+        .map(|(at, tag)| (at, at + tag.len()))
+        .find(|&(_, after)| text[after..].trim_start().starts_with("mod "))
+        .map_or(text.len(), |(at, _)| at);
+    text[..end]
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with("//"))
+        .collect()
 }

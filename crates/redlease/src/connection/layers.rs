@@ -183,18 +183,8 @@ fn the_files_import_without_a_cycle() {
         if module.last().is_some_and(|last| last == "mod") {
             module.pop();
         }
-        // The test modules aside (a `#[cfg(test)]` function is code
-        // the file keeps), and comments.
-        let end = text
-            .match_indices("#[cfg(test)]")
-            .map(|(at, tag)| (at, at + tag.len()))
-            .find(|&(_, after)| text[after..].trim_start().starts_with("mod "))
-            .map_or(text.len(), |(at, _)| at);
-        let lines: Vec<&str> = text[..end]
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.starts_with("//"))
-            .collect();
+        // The test modules aside, and comments.
+        let lines = redlease_testkit::code_lines(&text);
         files.file.insert(module.clone(), relative);
         code.insert(module, lines.join("\n"));
     }
