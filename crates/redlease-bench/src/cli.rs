@@ -140,6 +140,27 @@ pub(crate) enum Bench {
     },
     /// Commands redlease sends per operation, counted by the server.
     Roundtrips,
+    /// One task, one lock+unlock pair at a time (#39): pairs/s, p50 and
+    /// p99 of redlease in both layouts on both Tokio runtimes and from
+    /// the blocking API, beside redis-rs alone sending the same commands,
+    /// two `PING`s, rslock, redsync and redis-benchmark `-c 1`; worker
+    /// parks and (with strace) system calls per pair. Not part of `all`.
+    Latency {
+        /// Seconds each measurement runs.
+        #[arg(default_value_t = 3)]
+        seconds: u64,
+        /// Runs of every subject.
+        #[arg(long, default_value_t = 3, value_parser = at_least_one())]
+        runs: usize,
+    },
+    /// One `latency` subject's pairs after its warm-up, and nothing else
+    /// (run by the bench itself, under strace).
+    #[command(hide = true)]
+    LatencyWorker {
+        url: String,
+        subject: String,
+        pairs: u64,
+    },
     /// redlease's RedLock beside rslock's over the same private,
     /// independent masters: lock+release latency (p50, p90, p99), pairs
     /// per second, and Redis's and the client's CPU per pair, the
@@ -303,6 +324,7 @@ pub(crate) enum Measurement {
     Fairness { seconds: u64 },
     Scale(Run),
     Roundtrips,
+    Latency(crate::latency::Plan),
     Cluster(Run),
     ClusterScale(Run),
     RedLock(crate::redlock::Plan),
@@ -466,6 +488,7 @@ mod tests {
                 Measurement::Scriptcost { .. } => panic!("all leaves scriptcost out"),
                 Measurement::RedLock(_) => panic!("all leaves redlock out"),
                 Measurement::Names { .. } => panic!("all leaves names out"),
+                Measurement::Latency(_) => panic!("all leaves latency out"),
             }
         }
         match &all(None, &[])[0] {

@@ -138,6 +138,9 @@ pub(crate) async fn redlease_pairs(
     lease: Option<Duration>,
 ) -> peer::Pairs {
     let before = probe::server_work(stats);
+    // This whole process: the bench's own threads idle meanwhile.
+    let cpu = || probe::process_cpu_time(std::process::id()).unwrap_or_default();
+    let cpu_before = cpu();
     let (count, seconds) = throughput::redlease_pairs(client, tasks, duration, lease).await;
     let pairs = peer::Pairs {
         per_sec: count as f64 / seconds,
@@ -145,6 +148,7 @@ pub(crate) async fn redlease_pairs(
         errors: 0,
         server_us: f64::NAN,
         server_reads: f64::NAN,
+        client_us: (cpu() - cpu_before).as_secs_f64() * 1e6 / (count.max(1) as f64),
     };
     per_pair(pairs, probe::server_work(stats) - before)
 }

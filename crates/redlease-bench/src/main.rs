@@ -15,6 +15,7 @@
 //! cargo run --release -p redlease-bench -- scale [--cluster] [SECONDS] [LOCKS...]
 //! cargo run --release -p redlease-bench -- cluster [SECONDS] [TASKS...]
 //! cargo run --release -p redlease-bench -- roundtrips
+//! cargo run --release -p redlease-bench -- latency [SECONDS] [--runs N]
 //! cargo run --release -p redlease-bench -- names [NAMES]
 //! cargo run --release -p redlease-bench -- redlock [SECONDS] [MASTERS...] [--runs N] [--tasks N]
 //! cargo run --release -p redlease-bench -- --help
@@ -32,6 +33,7 @@ mod compare;
 mod fairness;
 mod floor;
 mod handoff;
+mod latency;
 mod names;
 mod peer;
 mod probe;
@@ -97,6 +99,22 @@ async fn main() -> ExitCode {
         } => vec![Measurement::ClusterScale(Run { seconds, counts })],
         Bench::Cluster { seconds, counts } => vec![Measurement::Cluster(Run { seconds, counts })],
         Bench::Roundtrips => vec![Measurement::Roundtrips],
+        Bench::Latency { seconds, runs } => {
+            vec![Measurement::Latency(latency::Plan { seconds, runs })]
+        }
+        Bench::LatencyWorker {
+            url,
+            subject,
+            pairs,
+        } => {
+            return match latency::worker(&url, &subject, pairs) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(why) => {
+                    eprintln!("latency-worker: {why}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Bench::Redlock {
             seconds,
             counts,
@@ -224,6 +242,10 @@ async fn measure(plan: Vec<Measurement>) {
                 scale::run(Target::Single(&server), run.seconds, &run.counts)
             }
             Measurement::Roundtrips => roundtrips::run(&server, &[1, 100, 101, 1000]).await,
+            Measurement::Latency(plan) => {
+                let manifest = workspace().join(peer::MANIFEST);
+                tokio::task::block_in_place(|| latency::run(&server, &plan, &manifest));
+            }
             Measurement::Cluster(run) => {
                 cluster::run(&server, started(&mut cluster), run.seconds, &run.counts).await;
             }

@@ -94,6 +94,9 @@ pub(crate) struct Pairs {
     /// fewer, the more commands each `read` brought in, and the less
     /// server CPU each costs (#28). Filled in as `server_us`.
     pub(crate) server_reads: f64,
+    /// The client's own CPU time (user and system, every thread) per pair
+    /// in microseconds; NaN from a driver that does not report it.
+    pub(crate) client_us: f64,
 }
 
 /// Timed lock+release pairs, from either side: as a driver reports them
@@ -132,12 +135,14 @@ impl Peer {
     ) -> Result<Pairs, String> {
         let out = self.drive("uncontended", url, tasks, seconds)?;
         let seconds = number(&out, "seconds")?;
+        let pairs = number(&out, "pairs")?;
         Ok(Pairs {
-            per_sec: number(&out, "pairs")? / seconds,
+            per_sec: pairs / seconds,
             seconds,
             errors: number(&out, "errors")? as u64,
             server_us: f64::NAN,
             server_reads: f64::NAN,
+            client_us: number(&out, "cpu_seconds").map_or(f64::NAN, |s| s * 1e6 / pairs.max(1.0)),
         })
     }
 

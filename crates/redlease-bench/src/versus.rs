@@ -355,14 +355,14 @@ fn print(
         plan.runs, plan.seconds
     );
     println!(
-        "| tasks | subject | pairs/s | ratio to rslock | Redis CPU per pair | ratio to rslock | Redis reads per pair |"
+        "| tasks | subject | pairs/s | ratio to rslock | Redis CPU per pair | ratio to rslock | Redis reads per pair | client CPU per pair | ratio to rslock |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut verdicts = Vec::new();
     for (row, &n) in plan.tasks.iter().enumerate() {
         if let Some(limit) = limits.and_then(|l| l.get(row)) {
             println!(
-                "| {n} | limit: `SET NX PX` + `DELIFEQ`, redis-benchmark `-c 1 -P {n}` | {limit:.0} | | | | |"
+                "| {n} | limit: `SET NX PX` + `DELIFEQ`, redis-benchmark `-c 1 -P {n}` | {limit:.0} | | | | | | |"
             );
         }
         for (i, subject) in subjects.iter().enumerate() {
@@ -372,23 +372,28 @@ fn print(
                 .filter_map(|run| Some((run[i]?, run[rslock]?)))
                 .collect();
             if pairs.is_empty() {
-                println!("| {n} | {} | not measured | | | | |", subject.label());
+                println!("| {n} | {} | not measured | | | | | | |", subject.label());
                 continue;
             }
             let col =
                 |f: &dyn Fn(&(Pairs, Pairs)) -> f64| pairs.iter().map(f).collect::<Vec<f64>>();
             let rate = col(&|(o, t)| o.per_sec / t.per_sec);
             let cpu = col(&|(o, t)| o.server_us / t.server_us);
-            let (ratio, cpu_ratio) = match subject {
-                Subject::Rslock => (String::new(), String::new()),
-                _ => (spread(&rate, 2), spread(&cpu, 2)),
+            let client = col(&|(o, t)| o.client_us / t.client_us);
+            let (ratio, cpu_ratio, client_ratio) = match subject {
+                Subject::Rslock => (String::new(), String::new(), String::new()),
+                _ => (spread(&rate, 2), spread(&cpu, 2), known(&client, 2)),
             };
             println!(
-                "| {n} | {} | {} | {ratio} | {} µs | {cpu_ratio} | {} |",
+                "| {n} | {} | {} | {ratio} | {} µs | {cpu_ratio} | {} | {} | {client_ratio} |",
                 subject.label(),
                 spread(&col(&|(o, _)| o.per_sec), 0),
                 spread(&col(&|(o, _)| o.server_us), 1),
                 spread(&col(&|(o, _)| o.server_reads), 2),
+                match known(&col(&|(o, _)| o.client_us), 1) {
+                    unknown if unknown.is_empty() => unknown,
+                    us => format!("{us} µs"),
+                },
             );
             if let Subject::Redlease { layout, fencing } = subject {
                 verdicts.push((n, *layout, *fencing, median(&rate), median(&cpu)));
@@ -449,6 +454,16 @@ fn print(
     }
     println!();
     lines
+}
+
+/// [`spread`] of the values that are known (a driver that reports no CPU
+/// time gives NaN), or nothing.
+fn known(values: &[f64], digits: usize) -> String {
+    let known: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    match known.is_empty() {
+        true => String::new(),
+        false => spread(&known, digits),
+    }
 }
 
 /// A redlease subject's name in a verdict.

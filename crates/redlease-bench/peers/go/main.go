@@ -146,6 +146,7 @@ func isBusy(err error) bool {
 // never busy, and a failed try is an error to count, not to wait out.
 func uncontended(rs *redsync.Redsync, tasks int, duration time.Duration) string {
 	pid := os.Getpid()
+	cpu := cpuSeconds()
 	start := time.Now()
 	deadline := start.Add(duration)
 	var pairs, failures atomic.Int64
@@ -174,7 +175,8 @@ func uncontended(rs *redsync.Redsync, tasks int, duration time.Duration) string 
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	return fmt.Sprintf(`{"pairs": %d, "seconds": %.6f, "errors": %d}`, pairs.Load(), elapsed, failures.Load())
+	return fmt.Sprintf(`{"pairs": %d, "seconds": %.6f, "errors": %d, "cpu_seconds": %.3f}`,
+		pairs.Load(), elapsed, failures.Load(), cpuSeconds()-cpu)
 }
 
 // redlock is uncontended on the RedLock that rs's pools make, timing each

@@ -123,6 +123,7 @@ async fn hold(url: &str, key: &str, hold: Duration, wait: Duration) -> i32 {
 /// `lock()` is rslock's try-lock (it retries 3 times on a busy key, which
 /// never happens here).
 async fn uncontended(manager: LockManager, tasks: usize, duration: Duration) -> String {
+    let cpu = cpu_seconds();
     let start = Instant::now();
     let deadline = start + duration;
     let pid = std::process::id();
@@ -157,7 +158,10 @@ async fn uncontended(manager: LockManager, tasks: usize, duration: Duration) -> 
         errors += e;
     }
     let elapsed = start.elapsed().as_secs_f64();
-    format!(r#"{{"pairs": {pairs}, "seconds": {elapsed:.6}, "errors": {errors}}}"#)
+    let cpu = cpu_seconds() - cpu;
+    format!(
+        r#"{{"pairs": {pairs}, "seconds": {elapsed:.6}, "errors": {errors}, "cpu_seconds": {cpu:.3}}}"#
+    )
 }
 
 /// Like `uncontended`, on the RedLock the manager's servers make, timing
