@@ -29,11 +29,19 @@
 //! # The runtime behind it
 //!
 //! The caller needs no runtime: the first call starts one for the whole
-//! process, with a single worker thread (`redlease-blocking`) that runs
-//! what must go on between calls (watchdog renewals, release
-//! notifications, background releases). It lives until the process ends.
-//! Each call runs its own work on the calling thread, so threads that call
-//! at once do not wait for each other.
+//! process, a current-thread runtime, and a background thread
+//! (`redlease-blocking`) that drives it between calls, for what must go on
+//! then (watchdog renewals, release notifications, background releases).
+//! Both live until the process ends. A call drives the runtime itself on
+//! the calling thread while it runs, so its commands are written and their
+//! replies read there, with no hand-over to another thread and back (#39:
+//! that hand-over made a pair of calls a third slower than the same
+//! commands on a synchronous redis-rs connection). Threads that call at
+//! once do not wait for each other's calls to end: the one driving the
+//! runtime reads the others' replies and wakes them. The background thread
+//! takes the runtime back once no call has run for 2 ms, so a thread that
+//! makes call after call keeps it, and the work between calls waits at
+//! most that long.
 //!
 //! # Not inside a runtime
 //!
@@ -58,16 +66,14 @@
 //! it holds waits for itself, as with `std::sync::Mutex`.
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::time::Duration;
-
-use tokio::runtime::{Handle, Runtime};
 
 use crate::error::Error;
 
 #[macro_use]
 mod twin;
 mod client;
+mod driver;
 mod lock;
 mod multi;
 mod owned;
@@ -101,34 +107,9 @@ pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore, 
 /// ```
 pub const DROP_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
-/// The process's runtime for the blocking API: one worker thread, for the
-/// tasks that run between calls. Never dropped, so nothing ever has to shut
-/// it down from a context that cannot block.
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-
-/// The runtime, started on first use; an error inside another runtime.
-/// `what` names the public call, for the error message.
-fn runtime(what: &str) -> Result<&'static Runtime, Error> {
-    if Handle::try_current().is_ok() {
-        return Err(Error::inside_runtime(what));
-    }
-    if let Some(rt) = RUNTIME.get() {
-        return Ok(rt);
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("redlease-blocking")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::runtime_start(&e))?;
-    // Two first calls at once build two; the loser's is dropped here, on a
-    // plain thread, where that is allowed.
-    Ok(RUNTIME.get_or_init(|| rt))
-}
-
 /// Runs `fut` to completion on the calling thread.
 fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Error> {
-    Ok(runtime(what)?.block_on(fut))
+    Ok(driver::driver(what)?.block_on(fut))
 }
 
 /// Runs a call that answers with a `Result` of its own.

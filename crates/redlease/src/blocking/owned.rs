@@ -5,7 +5,8 @@ use std::fmt;
 
 use tokio::runtime::Handle;
 
-use super::{DROP_RELEASE_WAIT, RUNTIME, runtime};
+use super::DROP_RELEASE_WAIT;
+use super::driver;
 use crate::contract::Guard;
 use crate::error::Error;
 
@@ -38,8 +39,8 @@ impl<G: Guard> Owned<G> {
             .0
             .take()
             .expect("only release and Drop take the guard, and both consume its owner");
-        match runtime(what) {
-            Ok(rt) => rt.block_on(Guard::release(guard)),
+        match driver::driver(what) {
+            Ok(driver) => driver.block_on(Guard::release(guard)),
             Err(e) => {
                 release_on_drop(guard);
                 Err(e)
@@ -64,15 +65,15 @@ impl<G: Guard> Drop for Owned<G> {
 /// for the same hand-over.
 fn release_on_drop<G: Guard>(guard: G) {
     // A guard exists only if a call started the runtime.
-    let Some(rt) = RUNTIME.get() else {
+    let Some(driver) = driver::get() else {
         return;
     };
     if Handle::try_current().is_ok() {
-        let _entered = rt.enter();
+        let _entered = driver.enter();
         drop(guard);
         return;
     }
-    rt.block_on(async move {
+    driver.block_on(async move {
         match tokio::time::timeout(DROP_RELEASE_WAIT, Guard::release(guard)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(error = %e, "{} dropped: its release failed", short_name::<G>()),

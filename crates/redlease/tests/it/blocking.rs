@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redlease::LostReason;
 use redlease::blocking::{Client, DROP_RELEASE_WAIT, RedLock};
 
-use crate::support::{RedisServer, exists, subscribers, unique};
+use crate::support::{RedisServer, exists, pttl, subscribers, unique};
 
 fn client() -> Client {
     Client::connect(&RedisServer::shared().url()).unwrap()
@@ -279,6 +279,63 @@ fn inside_a_runtime_is_a_clear_error() {
         !exists(server, &name),
         "a guard dropped in a runtime leaked"
     );
+}
+
+/// Between calls nobody calls, yet a held lock is renewed: the background
+/// thread drives the runtime once no call has for a moment (#39: each call
+/// drives it while it runs). A 300 ms watchdog timeout, held for ten times
+/// that without a call, from a thread that made call after call before.
+#[test]
+fn issue_39_between_calls_the_watchdog_still_renews() {
+    let server = RedisServer::shared();
+    let builder =
+        redlease::Client::builder(&server.url()).watchdog_timeout(Duration::from_millis(300));
+    let client = Client::from_builder(builder).unwrap();
+    let name = unique("blocking-idle-renewal");
+    let lock = client.lock(&name);
+    for _ in 0..50 {
+        lock.try_lock().unwrap().unlock().unwrap();
+    }
+    let guard = lock.try_lock().unwrap();
+    thread::sleep(Duration::from_secs(3));
+    assert!(!guard.is_lost(), "lost while no call ran");
+    let left = pttl(server, &name);
+    assert!(left > 0, "the lock expired between calls: pttl {left}");
+    assert_eq!(guard.lost(Duration::ZERO).unwrap(), None);
+    guard.unlock().unwrap();
+    assert!(!exists(server, &name));
+}
+
+/// Two threads, each making call after call, with no hand-over stalling
+/// either: while one thread drives the runtime, the other's replies are
+/// read by it, and each thread's calls go on (#39).
+#[test]
+fn issue_39_threads_calling_at_once_each_go_on() {
+    let client = client();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts: Vec<_> = (0..2)
+        .map(|i| {
+            let lock = client.lock(unique(&format!("blocking-two-drivers-{i}")));
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut pairs = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    lock.try_lock().unwrap().unlock().unwrap();
+                    pairs += 1;
+                }
+                pairs
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    for (i, thread) in counts.into_iter().enumerate() {
+        let pairs = thread.join().unwrap();
+        assert!(
+            pairs >= 50,
+            "thread {i} made only {pairs} pairs in a second"
+        );
+    }
 }
 
 /// The fair lock's twin: threads waiting in turn each get it, one at a
