@@ -751,7 +751,10 @@ fn print(plan: &Plan, runs: &[RunCells]) {
         to_redsync(&scripts)
     );
     println!();
-    let redsync: Vec<f64> = runs.iter().filter_map(|r| Some(r.redsync?.per_sec)).collect();
+    let redsync: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.redsync?.per_sec))
+        .collect();
     let Some(redsync) = (!redsync.is_empty()).then(|| median(&redsync)) else {
         println!("redsync not measured: no verdicts on #39's targets.\n");
         return;
