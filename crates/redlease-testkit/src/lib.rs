@@ -45,7 +45,7 @@ mod tls;
 
 pub use cluster::{ClusterNode, RedisCluster, Role, SLOTS, key_slot};
 pub use error::StartError;
-pub use imports::{code_lines, import_cycles};
+pub use imports::{assert_one_way, code_lines, import_cycles, rust_files};
 pub use proxy::Proxy;
 pub use sentinel::{SentinelGroup, SentinelOptions, WrongSentinel};
 pub use server::{ClusterNodeOptions, RedisServer, ServerOptions, TlsFiles};

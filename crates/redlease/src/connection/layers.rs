@@ -128,21 +128,14 @@ impl Files {
 /// Every file of this module: its path from `connection/`, and its text.
 fn sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/connection");
-    let mut sources = Vec::new();
-    let mut dirs = vec![root.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let relative = path.strip_prefix(&root).unwrap().to_str().unwrap();
-                let text = std::fs::read_to_string(&path).unwrap();
-                sources.push((relative.replace('\\', "/"), text));
-            }
-        }
-    }
-    sources
+    redlease_testkit::rust_files(&root)
+        .into_iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&root).unwrap().to_str().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            (relative.replace('\\', "/"), text)
+        })
+        .collect()
 }
 
 /// The map at the top of `mod.rs` names every file of the module,
@@ -249,16 +242,5 @@ fn the_files_import_without_a_cycle() {
         .into_iter()
         .map(|(module, used)| (module.clone(), used))
         .collect();
-    let cycles: Vec<String> = redlease_testkit::import_cycles(&imports)
-        .into_iter()
-        .map(|path| {
-            let names: Vec<&str> = path.iter().map(|m| files.file[m].as_str()).collect();
-            format!("{} -> {}", names.join(" -> "), names[0])
-        })
-        .collect();
-    assert!(
-        cycles.is_empty(),
-        "files of connection/ import each other:\n{}",
-        cycles.join("\n")
-    );
+    redlease_testkit::assert_one_way(&imports, "files of connection/", |m| files.file[m].clone());
 }
