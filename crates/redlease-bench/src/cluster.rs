@@ -116,6 +116,16 @@ pub(crate) async fn run(
     println!();
 }
 
+/// [`spread`] of the values that are known (a driver that reports no CPU
+/// time gives NaN), or nothing.
+pub(crate) fn known(values: &[f64], decimals: usize) -> String {
+    let known: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    match known.is_empty() {
+        true => String::new(),
+        false => spread(&known, decimals),
+    }
+}
+
 /// `median (min .. max)` of `values`, with `decimals` decimals.
 pub(crate) fn spread(values: &[f64], decimals: usize) -> String {
     let mut sorted = values.to_vec();

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use redlease::layout::Layout;
 use redlease_testkit::RedisServer;
 
-use crate::cluster::{median, spread};
+use crate::cluster::{known, median, spread};
 use crate::compare::verdict;
 use crate::floor::Commands;
 use crate::peer::{self, Peer};
@@ -169,11 +169,13 @@ struct Timed {
     server_us: f64,
 }
 
-/// Reads the client's and the server's CPU time around a measurement.
+/// Reads the client's and the server's CPU time around a measurement,
+/// and the runtime's worker parks when it runs in one.
 struct Probe {
     stats: redis::Connection,
     cpu: Duration,
     work: Option<probe::Work>,
+    parks: Option<u64>,
 }
 
 impl Probe {
@@ -183,17 +185,21 @@ impl Probe {
             stats: client.get_connection().expect("connect"),
             cpu: Duration::ZERO,
             work: None,
+            parks: None,
         }
     }
 
     fn start(&mut self) {
         self.work = Some(probe::server_work(&mut self.stats));
+        self.parks = parks();
         self.cpu = probe::cpu_time();
     }
 
-    /// Fills in `timed`'s CPU times per pair since [`Probe::start`].
+    /// Fills in `timed`'s CPU times per pair and parks since
+    /// [`Probe::start`].
     fn stop(&mut self, timed: &mut Timed) {
         let cpu = probe::cpu_time() - self.cpu;
+        timed.parks = parks().zip(self.parks).map(|(now, then)| now - then);
         let work = probe::server_work(&mut self.stats) - self.work.take().expect("started");
         let pairs = timed.pairs.len().max(1) as f64;
         timed.client_us = cpu.as_secs_f64() * 1e6 / pairs;
@@ -285,33 +291,31 @@ fn on_runtime(
     duration: Duration,
     limit: u64,
 ) -> Timed {
-    {
-        {
-            let runtime = match flavor {
-                Flavor::Multi => tokio::runtime::Builder::new_multi_thread(),
-                Flavor::Current => tokio::runtime::Builder::new_current_thread(),
-            }
-            .enable_all()
-            .build()
-            .expect("a runtime");
-            // In a task, as a service's handler runs: not in the
-            // runtime's own `block_on`, which the multi-thread runtime
-            // polls on this thread instead of a worker.
-            runtime.block_on(async move {
-                tokio::spawn(timed_async(subject, url, key, duration, limit))
-                    .await
-                    .expect("the measured task")
-            })
-        }
+    let runtime = match flavor {
+        Flavor::Multi => tokio::runtime::Builder::new_multi_thread(),
+        Flavor::Current => tokio::runtime::Builder::new_current_thread(),
     }
+    .enable_all()
+    .build()
+    .expect("a runtime");
+    // In a task, as a service's handler runs: not in the
+    // runtime's own `block_on`, which the multi-thread runtime
+    // polls on this thread instead of a worker.
+    runtime.block_on(async move {
+        tokio::spawn(timed_async(subject, url, key, duration, limit))
+            .await
+            .expect("the measured task")
+    })
 }
 
-/// The worker parks of the current runtime so far.
-fn parks() -> u64 {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    (0..metrics.num_workers())
-        .map(|w| metrics.worker_park_count(w))
-        .sum()
+/// The worker parks of the current runtime so far, if in one.
+fn parks() -> Option<u64> {
+    let metrics = tokio::runtime::Handle::try_current().ok()?.metrics();
+    Some(
+        (0..metrics.num_workers())
+            .map(|w| metrics.worker_park_count(w))
+            .sum(),
+    )
 }
 
 async fn timed_async(
@@ -331,25 +335,20 @@ async fn timed_async(
                 .expect("connect");
             let lock = client.lock(&key);
             let mut guard;
-            for _ in 0..WARM_UP {
-                lock.try_lock()
-                    .await
-                    .expect("uncontended")
-                    .unlock()
-                    .await
-                    .expect("unlock");
-            }
+            pairs!(
+                far,
+                WARM_UP,
+                guard = Some(lock.try_lock().await.expect("uncontended")),
+                guard.take().expect("held").unlock().await.expect("unlock")
+            );
             let mut probe = Probe::open(&url);
-            let before = parks();
-            let mut timed = pairs!(
+            pairs!(
                 Some(&mut probe),
                 Instant::now() + duration,
                 limit,
                 guard = Some(lock.try_lock().await.expect("uncontended")),
                 guard.take().expect("held").unlock().await.expect("unlock")
-            );
-            timed.parks = Some(parks() - before);
-            timed
+            )
         }
         Subject::Commands(..) | Subject::Unlatched => {
             let commands = match subject {
@@ -389,10 +388,7 @@ async fn timed_async(
             }
             timed!(None, far, WARM_UP);
             let mut probe = Probe::open(&url);
-            let before = parks();
-            let mut timed = timed!(Some(&mut probe), Instant::now() + duration, limit);
-            timed.parks = Some(parks() - before);
-            timed
+            timed!(Some(&mut probe), Instant::now() + duration, limit)
         }
         _ => {
             let client = redis::Client::open(url.as_str()).expect("a redis URL");
@@ -406,16 +402,13 @@ async fn timed_async(
             };
             pairs!(far, WARM_UP, ping().await, ping().await);
             let mut probe = Probe::open(&url);
-            let before = parks();
-            let mut timed = pairs!(
+            pairs!(
                 Some(&mut probe),
                 Instant::now() + duration,
                 limit,
                 ping().await,
                 ping().await
-            );
-            timed.parks = Some(parks() - before);
-            timed
+            )
         }
     };
     timed.pairs.shrink_to_fit();
@@ -430,12 +423,12 @@ fn timed_sync(subject: Subject, url: &str, key: &str, duration: Duration, limit:
             let client = redlease::blocking::Client::from_builder(builder).expect("connect");
             let lock = client.lock(key);
             let mut guard;
-            for _ in 0..WARM_UP {
-                lock.try_lock()
-                    .expect("uncontended")
-                    .unlock()
-                    .expect("unlock");
-            }
+            pairs!(
+                far,
+                WARM_UP,
+                guard = Some(lock.try_lock().expect("uncontended")),
+                guard.take().expect("held").unlock().expect("unlock")
+            );
             let mut probe = Probe::open(url);
             pairs!(
                 Some(&mut probe),
@@ -712,17 +705,15 @@ fn print(plan: &Plan, runs: &[RunCells]) {
     }
     let peer_row = |name: &str, pairs: Vec<peer::Pairs>| {
         let rates: Vec<f64> = pairs.iter().map(|p| p.per_sec).collect();
-        let cpu: Vec<f64> = (pairs.iter().map(|p| p.client_us))
-            .filter(|us| us.is_finite())
-            .collect();
+        let cpu = known(&pairs.iter().map(|p| p.client_us).collect::<Vec<_>>(), 1);
         if !rates.is_empty() {
             println!(
                 "| its own process | {name} | {} | {} | | | | | {} | {} µs | |",
                 spread(&rates, 0),
                 to_redsync(&rates),
                 match cpu.is_empty() {
-                    true => String::new(),
-                    false => format!("{} µs", spread(&cpu, 1)),
+                    true => cpu,
+                    false => format!("{cpu} µs"),
                 },
                 spread(&pairs.iter().map(|p| p.server_us).collect::<Vec<_>>(), 1),
             );

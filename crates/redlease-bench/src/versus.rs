@@ -31,7 +31,7 @@ use redlease::layout::Layout;
 use redlease_testkit::RedisServer;
 
 use crate::chart::{self, Spread};
-use crate::cluster::{median, spread};
+use crate::cluster::{known, median, spread};
 use crate::compare::{self, verdict};
 use crate::peer::{self, Pairs, Peer};
 use crate::probe;
@@ -454,16 +454,6 @@ fn print(
     }
     println!();
     lines
-}
-
-/// [`spread`] of the values that are known (a driver that reports no CPU
-/// time gives NaN), or nothing.
-fn known(values: &[f64], digits: usize) -> String {
-    let known: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    match known.is_empty() {
-        true => String::new(),
-        false => spread(&known, digits),
-    }
 }
 
 /// A redlease subject's name in a verdict.
