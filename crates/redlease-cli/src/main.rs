@@ -4,6 +4,7 @@
 //! * `inspect.rs`: `redlease inspect`, a bounded SCAN for lock keys and
 //!   their problems (`inspect/`: reading, judging, the table).
 //! * `unlock.rs`: `redlease unlock --force`.
+//! * `doctor.rs`: `redlease doctor`, the deployment's settings checked.
 //! * `audit.rs`: `redlease audit`, the declared-lock audit.
 //! * `acl.rs`: `redlease acl`, a service user's least-privilege ACL line.
 //! * `demo.rs`: `redlease demo`, the stock-deduction demonstration
@@ -24,6 +25,7 @@ mod acl;
 mod audit;
 mod connect;
 mod demo;
+mod doctor;
 mod duration;
 mod inspect;
 mod run;
@@ -34,8 +36,8 @@ mod unlock;
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// Distributed locks on Redis, compatible with Redisson: run a command under
-/// a lock, inspect and force-unlock locks, audit declared locks, print a
-/// service's ACL rules, and a demo.
+/// a lock, inspect and force-unlock locks, check the server's settings,
+/// audit declared locks, print a service's ACL rules, and a demo.
 #[derive(Debug, Parser)]
 #[command(name = "redlease", version, after_help = EXIT_CODES)]
 struct Cli {
@@ -75,6 +77,7 @@ enum Command {
     Run(run::RunArgs),
     Inspect(inspect::InspectArgs),
     Unlock(unlock::UnlockArgs),
+    Doctor(doctor::DoctorArgs),
     Audit(redlease_audit::cli::AuditArgs),
     Acl(acl::AclArgs),
     Demo(demo::DemoArgs),
@@ -93,6 +96,9 @@ exit codes:
        76 when the lock was lost and the command stopped (see
        --lost-exit-code), 126 when CMD cannot be run, 127 when not found,
        128+N when redlease itself got signal N before CMD started
+  doctor: 0 nothing to change, 1 warnings (or redis unreachable), 2 a
+       setting that can lose a held lock (maxmemory-policy, a writable
+       replica)
   audit: 1 with --deny-warnings and a warning or problem; 2 when a PATH
        cannot be read";
 
@@ -139,6 +145,10 @@ fn main() -> ExitCode {
                 Ok(target) => unlock::main(target, args).await,
                 Err(usage) => usage,
             },
+            Command::Doctor(args) => match with_tls("doctor", url, tls, sentinel) {
+                Ok(target) => doctor::main(target, args).await,
+                Err(usage) => usage,
+            },
             Command::Audit(args) => audit::main(args),
             Command::Acl(args) => acl::main(args),
             Command::Demo(args) => demo::main(url, tls, sentinel, args).await,
@@ -153,6 +163,7 @@ impl Command {
             Command::Run(_) => "run",
             Command::Inspect(_) => "inspect",
             Command::Unlock(_) => "unlock",
+            Command::Doctor(_) => "doctor",
             Command::Audit(_) => "audit",
             Command::Acl(_) => "acl",
             Command::Demo(_) => "demo",

@@ -130,6 +130,9 @@
 //! * `admin/`: [`admin`]: what operators use: the read-only reader of lock
 //!   states (`read`, `scan`, on replicas too) and forced unlock of any
 //!   owner's lock.
+//! * `doctor/`: [`doctor`]: the deployment checked for settings that
+//!   lose locks or make them fail (`redlease doctor`, or a service's
+//!   start-up check).
 //! * `acl.rs`: [`acl`]: the least-privilege Redis ACL rules for locks on
 //!   given name prefixes (`redlease acl`).
 //! * `layout/`: [`layout`]: the [`Layout`](layout::Layout) choice,
@@ -209,6 +212,7 @@ mod connection;
 mod contract;
 mod count;
 mod declare;
+pub mod doctor;
 mod error;
 mod expirable;
 mod front;

@@ -45,6 +45,11 @@ impl Replicas {
         })
     }
 
+    /// How many replicas must acknowledge each acquire.
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }

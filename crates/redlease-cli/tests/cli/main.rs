@@ -7,6 +7,7 @@ mod bad_url;
 mod busy_message;
 mod cluster;
 mod demo;
+mod doctor;
 mod inspect;
 mod nothing_matched;
 mod run;

@@ -290,6 +290,15 @@ impl Connection {
         }
     }
 
+    /// Under Sentinel, the master's `host:port` and what each sentinel
+    /// says of it, for the doctor; `None` for other deployments.
+    pub(crate) async fn sentinel_survey(&self) -> Option<(String, Vec<sentinel::Said>)> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s.survey().await),
+            _ => None,
+        }
+    }
+
     /// The master switches of a connection under Sentinel: the value changes
     /// at each one (the watchdog renews at once then); `None` for other
     /// deployments.

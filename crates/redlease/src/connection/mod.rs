@@ -50,11 +50,11 @@ pub mod url;
 
 pub(crate) use backend::Connection;
 pub(crate) use natives::Natives;
-pub(crate) use nodes::{SlotId, SlotNodes};
+pub(crate) use nodes::{Node, SlotId, SlotNodes};
 pub use publish::PubSubMode;
 pub(crate) use publish::Publish;
 pub(crate) use pushes::{Push, Pushes};
-pub(crate) use sentinel::SentinelAuth;
+pub(crate) use sentinel::{Said, SentinelAuth};
 pub(crate) use timeouts::Timeouts;
 pub(crate) use tls::TlsOptions;
 

@@ -34,6 +34,7 @@ use redis::{ConnectionInfo, PushInfo, PushKind, RedisError};
 use tokio::sync::{mpsc, watch};
 
 pub(crate) use address::{SentinelAuth, Target, parse};
+pub(crate) use monitor::Said;
 use monitor::{Master, Monitor};
 
 use super::pushes::Pushes;
@@ -123,6 +124,14 @@ impl SentinelConn {
     /// The manager of the master as last known: waits (at most the connect
     /// timeout) for the switch when the sentinels named a new one, and
     /// never answers with the old one then.
+    /// What each sentinel says of the master ([`Monitor::survey`]), and
+    /// the master's `host:port` as last agreed.
+    pub(super) async fn survey(&self) -> (String, Vec<Said>) {
+        let master = self.inner.monitor.known();
+        let said = self.inner.monitor.survey().await;
+        (format!("{}:{}", master.host, master.port), said)
+    }
+
     pub(super) async fn manager(&self) -> Result<ConnectionManager, RedisError> {
         let wanted = self.inner.monitor.known().epoch;
         let current = self.current();

@@ -7,8 +7,10 @@
 //! sentinel that is down only shrinks the set of answers; one that answers
 //! wrong is outvoted. The sentinels are sent nothing but `SENTINEL
 //! GET-MASTER-ADDR-BY-NAME` and `SUBSCRIBE +switch-master`, so that a
-//! sentinel ACL user with just those two works.
+//! sentinel ACL user with just those two works; only the doctor
+//! ([`Monitor::survey`]) asks more, and reports a refusal as a finding.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -42,6 +44,17 @@ impl Master {
             port: 0,
         }
     }
+}
+
+/// One sentinel's view of the master ([`Monitor::survey`]).
+pub(crate) struct Said {
+    /// The sentinel's `host:port`.
+    pub(crate) address: String,
+    /// `SENTINEL MASTER name`: `quorum`, `num-slaves`,
+    /// `num-other-sentinels`, `flags`, ...
+    pub(crate) fields: Result<HashMap<String, String>, redis::RedisError>,
+    /// `SENTINEL CKQUORUM name`: `OK ...`, or the error saying why not.
+    pub(crate) quorum: Result<String, redis::RedisError>,
 }
 
 pub(crate) struct Monitor {
@@ -148,16 +161,43 @@ impl Monitor {
         self.nudge.notify_one();
     }
 
-    /// Asks every sentinel at once; each answer is an address, `None` (the
-    /// sentinel does not know the name), or an error.
-    async fn ask_all(&self) -> Vec<Result<Option<(String, u16)>, redis::RedisError>> {
-        join_all((0..self.sentinels.len()).map(|i| self.ask(i))).await
+    /// What each sentinel says of the master, for the doctor: its
+    /// `SENTINEL MASTER` fields and its `SENTINEL CKQUORUM` answer, asked of
+    /// all at once.
+    pub(crate) async fn survey(&self) -> Vec<Said> {
+        join_all((0..self.sentinels.len()).map(|i| async move {
+            let address = self.sentinels[i].get_connection_info().addr().to_string();
+            let master = self.conn(i).await;
+            let (fields, quorum) = match master {
+                Ok(mut conn) => {
+                    let fields = redis::cmd("SENTINEL")
+                        .arg("MASTER")
+                        .arg(&self.name)
+                        .query_async(&mut conn)
+                        .await;
+                    let quorum = redis::cmd("SENTINEL")
+                        .arg("CKQUORUM")
+                        .arg(&self.name)
+                        .query_async(&mut conn)
+                        .await;
+                    (fields, quorum)
+                }
+                Err(e) => (Err(e.clone()), Err(e)),
+            };
+            Said {
+                address,
+                fields,
+                quorum,
+            }
+        }))
+        .await
     }
 
-    async fn ask(&self, i: usize) -> Result<Option<(String, u16)>, redis::RedisError> {
+    /// The monitor's connection to sentinel `i`, made on first use.
+    async fn conn(&self, i: usize) -> Result<MultiplexedConnection, redis::RedisError> {
         let cached = self.conns.lock().unwrap_or_else(|e| e.into_inner())[i].clone();
-        let mut conn = match cached {
-            Some(conn) => conn,
+        match cached {
+            Some(conn) => Ok(conn),
             None => {
                 let config = redis::AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(self.timeouts.connect))
@@ -166,9 +206,19 @@ impl Monitor {
                     .get_multiplexed_async_connection_with_config(&config)
                     .await?;
                 self.conns.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(conn.clone());
-                conn
+                Ok(conn)
             }
-        };
+        }
+    }
+
+    /// Asks every sentinel at once; each answer is an address, `None` (the
+    /// sentinel does not know the name), or an error.
+    async fn ask_all(&self) -> Vec<Result<Option<(String, u16)>, redis::RedisError>> {
+        join_all((0..self.sentinels.len()).map(|i| self.ask(i))).await
+    }
+
+    async fn ask(&self, i: usize) -> Result<Option<(String, u16)>, redis::RedisError> {
+        let mut conn = self.conn(i).await?;
         let reply: Result<Option<(String, String)>, _> = redis::cmd("SENTINEL")
             .arg("GET-MASTER-ADDR-BY-NAME")
             .arg(&self.name)
