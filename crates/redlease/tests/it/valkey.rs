@@ -122,3 +122,49 @@ async fn redissons_layout_works_on_valkey_9() {
     sem.release(2).await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 2);
 }
+
+/// #40: the doctor names Valkey, its `DELIFEQ`, and its `WAITAOF`, where
+/// Redis 7.0 has neither.
+#[tokio::test]
+async fn issue_40_the_doctor_sees_valkey_and_its_native_release() {
+    use redlease::doctor::{self, Check, Severity};
+
+    let found = |report: &doctor::Report, check| {
+        let f: Vec<_> = report.of(check).collect();
+        assert_eq!(f.len(), 1, "{check}: {report:#?}");
+        (f[0].severity, f[0].found.clone())
+    };
+    let client = redlease::Client::connect(&valkey().url()).await.unwrap();
+    let report = doctor::examine(&client, &unique("valkey-doctor"))
+        .await
+        .unwrap();
+    let (_, version) = found(&report, Check::Version);
+    assert!(version.starts_with("valkey 9."), "{version}");
+    let (_, native) = found(&report, Check::NativeRelease);
+    assert!(native.starts_with("DELIFEQ"), "{native}");
+    assert_eq!(
+        found(&report, Check::WaitAof),
+        (Severity::Ok, "answers".to_owned())
+    );
+    assert_eq!(found(&report, Check::Rights).0, Severity::Ok);
+
+    let client = redlease::Client::connect(&RedisServer::shared().url())
+        .await
+        .unwrap();
+    let report = doctor::examine(&client, &unique("redis-doctor"))
+        .await
+        .unwrap();
+    assert!(found(&report, Check::NativeRelease).1.starts_with("none"));
+    assert!(
+        found(&report, Check::WaitAof)
+            .1
+            .starts_with("not on this server")
+    );
+    // A name that is no lock name: a typed error, before anything is sent.
+    assert!(
+        doctor::examine(&client, "")
+            .await
+            .unwrap_err()
+            .is_invalid_argument()
+    );
+}
