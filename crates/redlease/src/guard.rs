@@ -187,6 +187,63 @@ impl LockGuard {
         self.hold.release().await
     }
 
+    /// Releases the lock, but not before it has been held for `min`:
+    /// ShedLock's `lockAtLeastFor`, for a job that must run once per tick
+    /// on a fleet whose clocks differ. If `min` has passed since the
+    /// acquire's reply, this is [`unlock`](LockGuard::unlock). Otherwise the
+    /// lock stays in Redis, held by an owner nobody is, until `min` is up by
+    /// the server's clock; its renewal stops now, and nothing can take it
+    /// back early or renew it (a watchdog renewal in flight, or this
+    /// guard's Drop, is owner-checked against the owner just replaced).
+    /// Waiters wake when it expires. Guards that re-entered the same hold
+    /// in an owner scope: all but the last release as `unlock` does.
+    ///
+    /// The minimum counts from when the acquire's reply arrived, never
+    /// earlier than Redis granted it, so Redis holds the lock at least
+    /// `min`. A fixed lease shorter than `min` is outlived: the lease bounds
+    /// a holder that dies, `min` one that finishes early.
+    ///
+    /// # Errors
+    ///
+    /// [`is_not_owner`](Error::is_not_owner) when the lock was no longer
+    /// ours; [`is_invalid_argument`](Error::is_invalid_argument) for a read
+    /// hold of a read-write lock (shared with other readers: nothing to
+    /// keep), which is then released in the background as by Drop.
+    /// Connection and server errors as they come, after retries while
+    /// `min` lasts: the lock then keeps the expiry it had (a watchdog lease,
+    /// no longer renewed, or the fixed lease), never less.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the guard: if the swap was not sent yet,
+    /// the lock is released at once in the background, as for any dropped
+    /// guard; once sent, it stands.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// use std::time::Duration;
+    ///
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let lock = client.lock("doc:guard:unlock_at_least");
+    /// let guard = lock.try_lock().await?;
+    /// // The job took a millisecond; the tick is a second.
+    /// guard.unlock_at_least(Duration::from_secs(1)).await?;
+    /// // Still taken: a replica whose clock is a little late finds it
+    /// // busy, and does not run the job a second time.
+    /// assert!(lock.try_lock().await.unwrap_err().is_busy());
+    /// tokio::time::sleep(Duration::from_millis(1100)).await;
+    /// lock.try_lock().await?.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn unlock_at_least(mut self, min: Duration) -> Result<(), Error> {
+        self.hold.release_at_least(min).await
+    }
+
     /// Sets a fixed-lease lock to expire `lease` from now (longer or
     /// shorter than what is left), checking that it is still ours, and
     /// moves the guard's own expiry (which [`lost`](LockGuard::lost) and

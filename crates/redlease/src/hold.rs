@@ -21,7 +21,7 @@ use crate::backoff;
 use crate::error::{Error, ErrorKind};
 use crate::kind::Kind;
 use crate::lost::{LostReason, LostSignal};
-use crate::scripts::lock::{Renewal, Renewed};
+use crate::scripts::lock::{Renewal, Renewed, keep};
 use crate::scripts::{Latch, commands};
 use crate::shared::Shared;
 use crate::watchdog::Kept;
@@ -326,6 +326,78 @@ impl Hold {
             _ => self.armed = false,
         }
         result
+    }
+
+    /// Ends the hold but keeps the lock in Redis until it has been held
+    /// `min` (counted from the acquire's reply, so never less on the
+    /// server): the owner field is swapped for one nobody holds, expiring
+    /// when `min` is up ([`scripts::lock::keep`]). With `min` passed
+    /// already, or other guards of an owner scope still holding it, this is
+    /// [`release`](Hold::release).
+    pub(crate) async fn release_at_least(&mut self, min: Duration) -> Result<(), Error> {
+        let Some(registration) = self.registration.as_ref() else {
+            return self.release().await;
+        };
+        let last = registration.guards.load(Ordering::Acquire) == 1;
+        let since = registration.since;
+        let left = min.saturating_sub(since.elapsed());
+        if !last || left < Duration::from_millis(1) {
+            return self.release().await;
+        }
+        if matches!(self.kind, Kind::Read) {
+            return Err(Error::invalid(format!(
+                "lock {:?} is a read hold, shared with other readers: unlock_at_least is for \
+                 exclusive locks (plain, fair, string layout, the write side)",
+                self.name
+            ))
+            .with_key(&self.name));
+        }
+        // Renewal stops before the swap is sent, and nothing is left for
+        // Drop: the lock now belongs to nobody, until it expires.
+        self.let_go();
+        self.armed = false;
+        if self.is_lost() {
+            return Err(Error::not_owner(&self.name));
+        }
+        let span =
+            tracing::debug_span!("unlock", key = %self.name, outcome = tracing::field::Empty);
+        let nobody = self.client.new_owner_field();
+        let conn = self.client.conn();
+        let name = &self.name;
+        let field = &self.field;
+        let kept = backoff::retry_while(
+            left.min(self.client.retry_writes_for()),
+            Error::is_transient,
+            || {
+                // Recomputed per attempt: a retry keeps only what is left.
+                let ms = min.saturating_sub(since.elapsed()).as_millis().max(1);
+                let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+                let call = keep(name, ms, field, &nobody);
+                async move {
+                    call.run::<i64>(conn)
+                        .await
+                        .map_err(|e| Error::from(e).with_key(name))
+                }
+            },
+        )
+        .instrument(span.clone())
+        .await;
+        match kept {
+            Ok(1) => {
+                span.record("outcome", "kept");
+                tracing::debug!(key = %self.name, left_ms = left.as_millis() as u64, "lock kept for its minimum hold");
+                Ok(())
+            }
+            Ok(_) => {
+                span.record("outcome", "not_owner");
+                metrics::unlock_not_owner(&self.label);
+                Err(Error::not_owner(&self.name))
+            }
+            Err(e) => {
+                span.record("outcome", "error");
+                Err(e)
+            }
+        }
     }
 
     /// Asks Redis whether the hold's owner field is still in the lock hash

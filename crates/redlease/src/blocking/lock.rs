@@ -77,6 +77,22 @@ twin! {
         "guard.unlock()?;"
         "client.lock(name).try_lock()?.unlock()?; // free again at once"
     }
+    /// The blocking twin of [`crate::LockGuard::unlock_at_least`]: releases
+    /// the lock, but not before it has been held for `min` (until then it
+    /// stays in Redis, held by nobody).
+    ///
+    /// # Errors
+    ///
+    /// As its async twin; [`is_runtime`](crate::Error::is_runtime) inside a
+    /// Tokio runtime, where the guard is then dropped, which releases in the
+    /// background.
+    own fn unlock_at_least(self, min: Duration) -> Result<(), crate::Error> {
+        self.inner
+            .release_by("LockGuard::unlock_at_least", move |g| g.unlock_at_least(min))
+    } {
+        "guard.unlock_at_least(Duration::from_secs(1))?;"
+        "assert!(client.lock(name).try_lock().unwrap_err().is_busy()); // kept for the second"
+    }
     /// sets a fixed-lease lock to expire `lease` from now.
     async fn extend(&self, lease: Duration) -> () {
         "let until = guard.expires_at().unwrap();"

@@ -34,13 +34,23 @@ impl<G: Guard> Owned<G> {
     /// Releases in the foreground; `what` names the public call. Inside a
     /// runtime the guard is dropped instead (a release in the background)
     /// and the error says why.
-    pub(super) fn release(mut self, what: &str) -> Result<(), Error> {
+    pub(super) fn release(self, what: &str) -> Result<(), Error> {
+        self.release_by(what, Guard::release)
+    }
+
+    /// [`release`](Owned::release) by `how`, a release of the guard's own
+    /// (`unlock_at_least`).
+    pub(super) fn release_by<F, Fut>(mut self, what: &str, how: F) -> Result<(), Error>
+    where
+        F: FnOnce(G) -> Fut,
+        Fut: Future<Output = Result<(), Error>>,
+    {
         let guard = self
             .0
             .take()
             .expect("only release and Drop take the guard, and both consume its owner");
         match driver::driver(what) {
-            Ok(driver) => driver.block_on(Guard::release(guard)),
+            Ok(driver) => driver.block_on(how(guard)),
             Err(e) => {
                 release_on_drop(guard);
                 Err(e)

@@ -214,6 +214,51 @@ pub(crate) fn reenter(name: &str, lease_ms: u64, field: &str) -> ScriptCall {
     ScriptCall::new(&REENTER, name).arg(lease_ms).arg(field)
 }
 
+pub(super) static KEEP: LazyLock<Lua> = LazyLock::new(|| Lua::new("keep", &[HELD, KEEP_SRC]));
+const KEEP_SRC: &str = r"
+if held(KEYS[1], ARGV[3]) == 1 then
+    return 1
+end
+local found = held(KEYS[1], ARGV[2])
+if found ~= 1 then
+    return found
+end
+if redis.call('type', KEYS[1]).ok == 'hash' then
+    redis.call('hdel', KEYS[1], ARGV[2])
+    redis.call('hset', KEYS[1], ARGV[3], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+else
+    redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[1])
+end
+return 1
+";
+
+/// A release that keeps the lock until a minimum hold has passed
+/// ([`LockGuard::unlock_at_least`](crate::LockGuard::unlock_at_least)): the
+/// owner field is swapped for one nobody holds, which lives `ms` more.
+///
+/// * KEYS\[1\]: the lock key (a hash of Redisson's layout, read-write
+///   lock's write side included, or a string of the string layout).
+/// * ARGV\[1\]: the time left in milliseconds; ARGV\[2\]: the owner field;
+///   ARGV\[3\]: the new owner, an acquisition id never handed out.
+/// * Returns `1` when the field was ours (or is ARGV\[3\] already: a repeat
+///   after a lost reply answers as the first call did, and changes
+///   nothing): it is replaced by ARGV\[3\] (with
+///   a hold count of 1 in a hash, other fields such as a write lock's
+///   `mode` untouched; as the value of a string) and the key expires in
+///   ARGV\[1\] ms. `0` when it was not ours (nothing is written), or
+///   `HEXISTS`'s error other than `WRONGTYPE`.
+///
+/// Why a new owner, not a `PEXPIRE` alone: a watchdog renewal already on
+/// its way, or a background release the guard's Drop sent after a lost
+/// reply, is owner-checked against the old field; with the field gone, it
+/// finds nothing, so the lock stays exactly the time left, neither renewed
+/// to a full lease nor deleted early. Nothing is published: the lock is
+/// not free yet, and waiters wake at its expiry.
+pub(crate) fn keep(name: &str, ms: u64, field: &str, nobody: &str) -> ScriptCall {
+    ScriptCall::new(&KEEP, name).arg(ms).arg(field).arg(nobody)
+}
+
 /// Shared by the plain and the fair release: with KEYS\[1\] the lock key,
 /// ARGV\[2\] the lease and ARGV\[3\] the owner field, returns nil when the
 /// field is absent or the key is no hash (the lock is not ours; a foreign

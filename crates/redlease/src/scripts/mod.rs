@@ -440,11 +440,12 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 34] = [
+    let scripts: [&'static LazyLock<Lua>; 35] = [
         &lock::ACQUIRE,
         &lock::SEED,
         &lock::REENTER,
         &lock::RELEASE,
+        &lock::KEEP,
         &lock::RENEW,
         &lock::RENEW_ON_NODE,
         &multi::ACQUIRE_ALL,
@@ -536,14 +537,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 34);
+        assert_eq!(listed.len(), 35);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 34);
+        assert_eq!(hashes.len(), 35);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,

@@ -12,6 +12,10 @@ mod support;
 #[path = "../../examples/fenced/ledger.rs"]
 mod ledger;
 
+/// The `once_per_tick` example's replica, run by its test as shipped.
+#[path = "../../examples/once_per_tick/replica.rs"]
+mod replica_example;
+
 /// A least-privilege ACL user from `redlease::acl`: allowed on its prefix,
 /// refused clearly outside it.
 mod acl;
@@ -57,6 +61,9 @@ mod lease;
 mod metrics;
 /// Several locks taken all or none (#16).
 mod multi;
+/// A job once per tick on replicas with skewed clocks, and
+/// `unlock_at_least` (#40).
+mod once_per_tick;
 /// The real peers (redis-py, rslock, the seed's Java lock) on one key (#17).
 mod peers;
 /// Fair waiters in other processes, and the child process itself.

@@ -108,7 +108,8 @@ async fn fair_waiters_in_processes_keep_order_and_a_dead_one_is_dropped() {
 /// the environment: `hold URL NAME TIMEOUT_MS` takes the lock and keeps it
 /// until killed; `fair URL NAME TIMEOUT_MS INDEX` waits for the fair lock,
 /// records INDEX in the list `NAME:order`, holds 10 ms and releases;
-/// `writer ...` is [`crate::chaos::writer`].
+/// `writer ...` is [`crate::chaos::writer`]; `replica ...` is
+/// [`crate::once_per_tick::replica_child`].
 #[tokio::test]
 #[ignore = "helper process, started by the tests in this module"]
 async fn child_process() {
@@ -116,6 +117,9 @@ async fn child_process() {
     let parts: Vec<&str> = spec.split(' ').collect();
     if parts[0] == "writer" {
         return crate::chaos::writer(&parts[1..]).await;
+    }
+    if parts[0] == "replica" {
+        return crate::once_per_tick::replica_child(&parts[1..]).await;
     }
     let (mode, url, name, timeout_ms) = (parts[0], parts[1], parts[2], parts[3]);
     let c = redlease::Client::builder(url)
