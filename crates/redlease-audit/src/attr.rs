@@ -20,6 +20,7 @@ pub(crate) struct LockArgs {
     pub(crate) mode: Mode,
     pub(crate) wait: Option<Timing>,
     pub(crate) lease: Option<Timing>,
+    pub(crate) at_least: Option<Timing>,
     pub(crate) client: Option<String>,
 }
 
@@ -83,6 +84,7 @@ pub(crate) fn parse(attr: &Attribute, sig: &Signature) -> syn::Result<LockArgs> 
         },
         wait: parsed.wait.map(timing),
         lease: parsed.lease.map(timing),
+        at_least: parsed.at_least.map(timing),
         client: parsed.client.as_ref().map(source_text),
     })
 }

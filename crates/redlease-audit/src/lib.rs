@@ -14,6 +14,7 @@
 //! - the wait (as written and parsed; none means one attempt);
 //! - the lease (as written and parsed; none means watchdog mode, a
 //!   [`WATCHDOG_LEASE`] lease renewed while the function runs);
+//! - `at_least`, the least time the lock is held, if any;
 //! - the `client = ..` expression, if any.
 //!
 //! # Warnings
@@ -24,6 +25,7 @@
 //! | `key_without_prefix` | the literal text before the first `{..}` has no `:` | no namespace: unrelated locks can collide |
 //! | `lease_outlier` | a fixed lease ≥ [`LEASE_OUTLIER_FACTOR`] × the median of the other fixed leases with the same prefix | likely a unit slip; a crashed holder blocks that long |
 //! | `short_lease` | a fixed lease < [`MIN_FIXED_LEASE`] | likely `ms` for `s`; expires mid-work |
+//! | `at_least_over_lease` | `at_least` ≥ the fixed lease | the lease bounds a holder that dies, `at_least` one that finishes early: the lease should be the longer, as ShedLock's `lockAtMostFor` |
 //!
 //! The prefix is the key up to its last `:` before the first placeholder:
 //! `sales:receipt:lock` for `sales:receipt:lock:{bill_id}`.

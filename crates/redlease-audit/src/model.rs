@@ -50,6 +50,9 @@ pub struct Declared {
     /// The fixed lease; `None` means watchdog mode (a 30 s lease renewed
     /// every 10 s while the function runs).
     pub lease: Option<Timing>,
+    /// The least time the lock is held (`at_least`): released no earlier,
+    /// for a job that runs once per tick; `None` when not given.
+    pub at_least: Option<Timing>,
     /// The `client = ..` expression as written, when given.
     pub client: Option<String>,
 }
@@ -134,6 +137,8 @@ pub enum WarningKind {
     LeaseOutlier,
     /// The fixed lease is under 1 s.
     ShortLease,
+    /// `at_least` is at least the fixed lease.
+    AtLeastOverLease,
 }
 
 impl WarningKind {
@@ -144,6 +149,7 @@ impl WarningKind {
             Self::KeyWithoutPrefix => "key_without_prefix",
             Self::LeaseOutlier => "lease_outlier",
             Self::ShortLease => "short_lease",
+            Self::AtLeastOverLease => "at_least_over_lease",
         }
     }
 }

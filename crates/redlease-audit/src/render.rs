@@ -11,8 +11,7 @@ use crate::duration::format;
 use crate::model::Audit;
 
 /// The table: one row per lock (location, function, key, mode, wait,
-/// lease), a
-/// `warnings` section, a `problems` section when there are any, and a
+/// lease, and `at least` when some lock has one), a `warnings` section, a `problems` section when there are any, and a
 /// closing count. A missing wait reads `one attempt`, a missing lease
 /// `watchdog (30s)`.
 pub fn render_table(audit: &Audit) -> String {
@@ -21,7 +20,7 @@ pub fn render_table(audit: &Audit) -> String {
         out.push_str("no #[distributed_lock] found\n");
     } else {
         let watchdog = format!("watchdog ({})", format(WATCHDOG_LEASE));
-        let rows = audit.locks.iter().map(|lock| {
+        let row = |lock: &crate::model::Declared| {
             [
                 lock.location(),
                 lock.function.clone(),
@@ -34,9 +33,21 @@ pub fn render_table(audit: &Audit) -> String {
                     .as_ref()
                     .map_or_else(|| watchdog.clone(), |l| l.text.clone()),
             ]
-        });
+        };
         let header = ["location", "function", "key", "mode", "wait", "lease"];
-        push_aligned(&mut out, 0, Some(header), rows);
+        // A column of its own only where some lock keeps a least hold: the
+        // common table stays as it was.
+        if audit.locks.iter().any(|l| l.at_least.is_some()) {
+            let rows = audit.locks.iter().map(|lock| {
+                let [a, b, c, d, e, f] = row(lock);
+                let at_least = lock.at_least.as_ref().map_or("-", |t| t.text.as_str());
+                [a, b, c, d, e, f, at_least.to_owned()]
+            });
+            let [a, b, c, d, e, f] = header;
+            push_aligned(&mut out, 0, Some([a, b, c, d, e, f, "at least"]), rows);
+        } else {
+            push_aligned(&mut out, 0, Some(header), audit.locks.iter().map(row));
+        }
     }
 
     if !audit.warnings.is_empty() {
@@ -129,6 +140,28 @@ warnings (1):
 2 locks, 1 warning, 0 problems
 "
         );
+    }
+
+    #[test]
+    fn issue_40_shows_at_least_when_a_lock_has_one() {
+        let table = table_of(
+            r#"
+#[distributed_lock(key = "jobs:report:{day}", at_least = "50s", lease = "30s")]
+async fn report(day: u32) {}
+#[distributed_lock(key = "jobs:other:{day}")]
+async fn other(day: u32) {}
+"#,
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "location      function  key                mode   wait         lease           at least",
+                "src/lib.rs:2  report    jobs:report:{day}  plain  one attempt  30s             50s",
+                "src/lib.rs:4  other     jobs:other:{day}   plain  one attempt  watchdog (30s)  -",
+            ]
+        );
+        assert!(table.contains("at_least_over_lease"), "{table}");
     }
 
     #[test]

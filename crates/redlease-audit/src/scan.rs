@@ -63,6 +63,7 @@ impl Scanner<'_> {
                     mode: args.mode,
                     wait: args.wait,
                     lease: args.lease,
+                    at_least: args.at_least,
                     client: args.client,
                 }),
                 Err(err) => self.problems.push(Problem {
@@ -352,7 +353,7 @@ async fn ignored() {}
             problem.message,
             "malformed #[distributed_lock] on `f`, not listed: invalid duration \"soon\": \
              expected integers each followed by a unit (`ms`, `s`, `m` or `h`), like \"15s\" or \
-             \"1m30s\"; unknown option `retries`; expected `key`, `mode`, `wait`, `lease` or `client`; \
+             \"1m30s\"; unknown option `retries`; expected `key`, `mode`, `wait`, `lease`, `at_least` or `client`; \
              `{nope}` in the key is not an argument of `f`; it takes no arguments"
         );
     }

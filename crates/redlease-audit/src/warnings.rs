@@ -110,6 +110,17 @@ pub(crate) fn check(locks: &[Declared]) -> Vec<Warning> {
                 ),
             );
         }
+        if let (Some(at_least), Some(lease)) = (&lock.at_least, &lock.lease)
+            && at_least.duration >= lease.duration
+        {
+            warn(
+                WarningKind::AtLeastOverLease,
+                format!(
+                    "at_least {} is not shorter than the lease {}: the lease bounds a holder                      that dies, at_least one that finishes early, so the lease should be the                      longer (as ShedLock's lockAtMostFor is); a job that outlives its lease                      runs unguarded",
+                    at_least.text, lease.text
+                ),
+            );
+        }
     }
     warnings
 }
@@ -190,6 +201,7 @@ mod tests {
             prefix: template.prefix(),
             wait: wait.map(timing),
             lease: lease.map(timing),
+            at_least: None,
             client: None,
         }
     }
@@ -290,6 +302,24 @@ mod tests {
             [WarningKind::ShortLease]
         );
         assert_eq!(kinds(&[lock("a:{x}", None, Some("1s"))]), []);
+    }
+
+    #[test]
+    fn at_least_not_under_the_lease_warns() {
+        use WarningKind::AtLeastOverLease;
+        let with = |lease: Option<&str>, at_least: &str| Declared {
+            at_least: Some(timing(at_least)),
+            ..lock("jobs:report", None, lease)
+        };
+        assert_eq!(kinds(&[with(Some("10m"), "50s")]), []);
+        assert_eq!(kinds(&[with(None, "50s")]), [], "the watchdog has no end");
+        assert_eq!(kinds(&[with(Some("50s"), "50s")]), [AtLeastOverLease]);
+        let warning = &check(&[with(Some("30s"), "1m")])[0];
+        assert!(
+            warning.message.contains("at_least 1m"),
+            "{}",
+            warning.message
+        );
     }
 
     #[test]

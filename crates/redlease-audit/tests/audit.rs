@@ -298,6 +298,7 @@ fn json_shape() {
             "prefix": "billing:invoice",
             "wait": { "text": "5s", "ms": 5000 },
             "lease": null,
+            "at_least": null,
             "client": "self.locks",
         })
     );

@@ -50,7 +50,13 @@ fn issue_12_audit_lists_every_ui_pass_case() {
 #[test]
 fn audit_reports_what_the_macro_reports_for_ui_fail_cases() {
     let fail = ui_pass().join("../fail");
-    for case in ["duration", "key_malformed", "key_not_argument", "options"] {
+    for case in [
+        "at_least",
+        "duration",
+        "key_malformed",
+        "key_not_argument",
+        "options",
+    ] {
         let audit = audit_path(&fail.join(format!("{case}.rs"))).unwrap();
         let stderr = std::fs::read_to_string(fail.join(format!("{case}.stderr"))).unwrap();
         let expected: Vec<&str> = stderr
@@ -96,6 +102,7 @@ fn verdict(audit: &Audit) -> Result<ArgsShape, String> {
                 },
                 wait_ms: ms(&lock.wait),
                 lease_ms: ms(&lock.lease),
+                at_least_ms: ms(&lock.at_least),
                 client: lock.client.as_deref().map(leak),
             })
         }

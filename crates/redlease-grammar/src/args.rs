@@ -1,7 +1,7 @@
 //! The attribute's argument list, as the macro expands it and the audit
-//! lists it: `key = "..", mode = "..", wait = "..", lease = "..", client =
-//! expr`, in any order, each at most once, `key` required, a trailing comma
-//! allowed.
+//! lists it: `key = "..", mode = "..", wait = "..", lease = "..",
+//! at_least = "..", client = expr`, in any order, each at most once, `key`
+//! required, a trailing comma allowed.
 //!
 //! * `key`: a string literal holding a [key template](crate::key).
 //! * `mode`: `"read"` or `"write"`, the side of the read-write lock named
@@ -10,6 +10,10 @@
 //!   zero is one attempt, as no `wait` is.
 //! * `lease`: a duration over zero and at most [`MAX_LEASE`]; without it
 //!   the lock is in watchdog mode.
+//! * `at_least`: a duration over zero and at most [`MAX_LEASE`]: the lock
+//!   is released no earlier than that after it was taken, for a job that
+//!   must run once per tick on replicas whose clocks differ (ShedLock's
+//!   `lockAtLeastFor`); not with `mode = "read"`, a shared hold.
 //! * `client`: any expression, evaluated inside the function.
 //!
 //! Every mistake in the list is reported, each spanned at what is wrong,
@@ -77,6 +81,8 @@ pub struct LockArgs {
     pub wait: Option<DurationArg>,
     /// `lease`, if given.
     pub lease: Option<DurationArg>,
+    /// `at_least`, if given: the least time the lock is held.
+    pub at_least: Option<DurationArg>,
     /// The `client` expression, if given.
     pub client: Option<Expr>,
 }
@@ -154,6 +160,7 @@ impl RawArgs {
             None => errors = Some(e),
         };
         let (mut key, mut mode, mut wait, mut lease, mut client) = (None, None, None, None, None);
+        let mut at_least: Option<DurationArg> = None;
         let mut seen: Vec<String> = Vec::new();
         for Opt { name, value } in self.0 {
             let label = name.to_string();
@@ -193,18 +200,39 @@ impl RawArgs {
                     Ok(arg) => lease = Some(arg),
                     Err(e) => push(e),
                 },
+                "at_least" => match duration_arg(value, "at_least") {
+                    Ok(arg) if arg.value.is_zero() => push(syn::Error::new(
+                        arg.lit.span(),
+                        "`at_least` must be longer than zero; omit it to release when the function returns",
+                    )),
+                    Ok(arg) if arg.value > MAX_LEASE => push(syn::Error::new(
+                        arg.lit.span(),
+                        "`at_least` must be at most 100 years",
+                    )),
+                    Ok(arg) => at_least = Some(arg),
+                    Err(e) => push(e),
+                },
                 "client" => client = Some(value),
                 _ => {
                     push(syn::Error::new(
                         name.span(),
                         format!(
-                            "unknown option `{label}`; expected `key`, `mode`, `wait`, `lease` or `client`"
+                            "unknown option `{label}`; expected `key`, `mode`, `wait`, `lease`, `at_least` or `client`"
                         ),
                     ));
                     continue;
                 }
             }
             seen.push(label);
+        }
+        if let (Some(at_least), Some(mode)) = (&at_least, &mode)
+            && mode.value == Mode::Read
+        {
+            push(syn::Error::new(
+                at_least.lit.span(),
+                "`at_least` keeps an exclusive lock held; a read hold is shared with other readers, \
+                 so there is nothing to keep: omit it, or use `mode = \"write\"`",
+            ));
         }
         if !seen.iter().any(|s| s == "key") {
             push(syn::Error::new(
@@ -218,6 +246,7 @@ impl RawArgs {
                 mode,
                 wait,
                 lease,
+                at_least,
                 client,
             }),
             (Some(error), key) => Err(Invalid { error, key }),
@@ -278,6 +307,7 @@ impl fmt::Debug for LockArgs {
             .field("mode", &self.mode.as_ref().map(|m| m.value))
             .field("wait", &self.wait)
             .field("lease", &self.lease)
+            .field("at_least", &self.at_least)
             .field("client", &client)
             .finish()
     }

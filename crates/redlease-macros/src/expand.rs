@@ -12,7 +12,7 @@
 //!     match acquired {
 //!         Ok(guard) => {
 //!             let output = async move { <pin> <body> }.await;
-//!             release(guard).await;
+//!             release(guard).await;  // release_at_least(guard, <at_least>)
 //!             output
 //!         }
 //!         Err(e) => Err(From::from(e)),
@@ -213,6 +213,18 @@ fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
     let as_millis = |d: &args::DurationArg| u64::try_from(d.value.as_millis()).unwrap_or(u64::MAX);
     let wait = millis(args.wait.as_ref().map(as_millis).filter(|&ms| ms > 0));
     let lease = millis(args.lease.as_ref().map(as_millis));
+    // With `at_least`, its own release entry, so that the common expansion
+    // stays as it was.
+    let release = match args.at_least.as_ref().map(as_millis) {
+        Some(ms) => quote! {
+            ::redlease::__private::release_at_least(
+                #guard,
+                ::core::time::Duration::from_millis(#ms),
+            )
+            .await;
+        },
+        None => quote! { ::redlease::__private::release(#guard).await; },
+    };
     let (bind_client, client) = match &args.client {
         // The annotation turns `Client`, `&Client` and `Arc<Client>` alike
         // into `&Client` by deref coercion; a temporary (`app.client()`)
@@ -271,7 +283,7 @@ fn rewrite(function: ItemFn, args: &LockArgs) -> TokenStream {
                             #(#stmts)*
                         }
                         .await;
-                        ::redlease::__private::release(#guard).await;
+                        #release
                         #output
                     }
                     ::core::result::Result::Err(#error) => ::core::result::Result::Err(#convert),

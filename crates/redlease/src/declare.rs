@@ -152,6 +152,16 @@ pub async fn release(guard: LockGuard) {
     }
 }
 
+/// [`release`] for a declaration with `at_least`: the lock is released no
+/// earlier than `min` after it was taken ([`LockGuard::unlock_at_least`]).
+#[doc(hidden)]
+pub async fn release_at_least(guard: LockGuard, min: Duration) {
+    let name = guard.name().to_owned();
+    if let Err(e) = guard.unlock_at_least(min).await {
+        tracing::warn!(key = %name, error = %e, "releasing a declared lock failed");
+    }
+}
+
 /// Runs a declared function's body in an owner scope (see
 /// [`scope`](crate::scope)).
 #[doc(hidden)]

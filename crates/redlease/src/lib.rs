@@ -268,7 +268,9 @@ pub use redlease_macros::distributed_lock;
 /// What `#[distributed_lock]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::declare::{acquire, acquire_read, acquire_write, release, scoped};
+    pub use crate::declare::{
+        acquire, acquire_read, acquire_write, release, release_at_least, scoped,
+    };
 }
 
 #[cfg(test)]

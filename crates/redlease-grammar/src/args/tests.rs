@@ -19,6 +19,7 @@ fn verdict(args: &str, function: &str) -> Result<ArgsShape, Vec<String>> {
         mode: parsed.mode.as_ref().map(|m| m.value.as_str()),
         wait_ms: millis(&parsed.wait),
         lease_ms: millis(&parsed.lease),
+        at_least_ms: millis(&parsed.at_least),
         client: parsed
             .client
             .map(|c| leak(c.to_token_stream().to_string().replace(' ', ""))),

@@ -24,6 +24,8 @@ pub struct ArgsShape {
     pub wait_ms: Option<u64>,
     /// The lease in milliseconds; `None` when not given.
     pub lease_ms: Option<u64>,
+    /// The least hold (`at_least`) in milliseconds; `None` when not given.
+    pub at_least_ms: Option<u64>,
     /// The client expression as written; `None` when not given.
     pub client: Option<&'static str>,
 }
@@ -57,7 +59,16 @@ const fn shape(
         mode: None,
         wait_ms,
         lease_ms,
+        at_least_ms: None,
         client,
+    }
+}
+
+/// `shape` with a least hold.
+const fn with_at_least(shape: ArgsShape, ms: u64) -> ArgsShape {
+    ArgsShape {
+        at_least_ms: Some(ms),
+        ..shape
     }
 }
 
@@ -117,6 +128,39 @@ pub const ARGS: &[ArgsCase] = &[
         r#"mode = "write", wait = "2s", key = "a:{id}", lease = "1m""#,
         F,
         with_mode(shape("a:{id}", Some(2_000), Some(60_000), None), "write"),
+    ),
+    ok(
+        r#"key = "jobs:report", at_least = "50s""#,
+        F,
+        with_at_least(shape("jobs:report", None, None, None), 50_000),
+    ),
+    ok(
+        r#"key = "a:{id}", mode = "write", lease = "1m", at_least = "10s""#,
+        F,
+        with_at_least(
+            with_mode(shape("a:{id}", None, Some(60_000), None), "write"),
+            10_000,
+        ),
+    ),
+    bad(
+        r#"key = "a:{id}", at_least = "0""#,
+        F,
+        "`at_least` must be longer than zero",
+    ),
+    bad(
+        r#"key = "a:{id}", at_least = "876000h1ms""#,
+        F,
+        "`at_least` must be at most 100 years",
+    ),
+    bad(
+        r#"key = "a:{id}", mode = "read", at_least = "5s""#,
+        F,
+        "`at_least` keeps an exclusive lock held; a read hold is shared",
+    ),
+    bad(
+        r#"key = "a:{id}", at_least = 5"#,
+        F,
+        "`at_least` must be a string literal",
     ),
     bad(
         r#"key = "a:{id}", mode = "Read""#,

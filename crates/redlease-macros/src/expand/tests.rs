@@ -101,3 +101,25 @@ fn durations_expand_to_milliseconds_and_a_zero_wait_to_one_attempt() {
     let zero = expand(r#"key = "a:{id}", wait = "0""#);
     assert!(zero.contains("acquire(::core::option::Option::None,__redlease_key,::core::option::Option::None,::core::option::Option::None)"), "{zero}");
 }
+
+#[test]
+fn at_least_releases_through_its_own_entry_and_only_then() {
+    let expand = |args: &str| {
+        let args: TokenStream = args.parse().unwrap();
+        let item: TokenStream = format!("{F} {{ Ok(()) }}").parse().unwrap();
+        distributed_lock(args, item).to_string().replace(' ', "")
+    };
+    let kept = expand(r#"key = "jobs:report", at_least = "50s""#);
+    assert!(
+        kept.contains(
+            "release_at_least(__redlease_guard,::core::time::Duration::from_millis(50000u64),)"
+        ),
+        "{kept}"
+    );
+    let plain = expand(r#"key = "jobs:report""#);
+    assert!(!plain.contains("release_at_least"), "{plain}");
+    assert!(
+        plain.contains("::redlease::__private::release(__redlease_guard)"),
+        "{plain}"
+    );
+}

@@ -262,6 +262,30 @@ async fn leased(client: &Client, name: &str) -> Result<(Seen, bool), AppError> {
     Ok((seen, exists(RedisServer::shared(), name)))
 }
 
+#[distributed_lock(key = "{name}", client = client, at_least = "700ms")]
+async fn once_per_tick(client: &Client, name: &str) -> Result<u32, AppError> {
+    Ok(1)
+}
+
+/// #40: `at_least` keeps the lock after a short body, until the minimum.
+#[tokio::test]
+async fn issue_40_at_least_keeps_the_lock_after_the_body() {
+    let server = RedisServer::shared();
+    let c = client().await;
+    let name = unique("declared-at-least");
+    let started = Instant::now();
+    assert_eq!(once_per_tick(&c, &name).await.unwrap(), 1);
+    let left = pttl(server, &name);
+    assert!(left > 300 && left <= 700, "pttl {left}");
+    // A second run in the same tick finds it taken.
+    let again = once_per_tick(&c, &name).await.unwrap_err().into_lock();
+    assert!(again.is_busy(), "{again}");
+    let gone = eventually(Duration::from_secs(2), || !exists(server, &name)).await;
+    assert!(gone.is_some());
+    assert!(started.elapsed() >= Duration::from_millis(650));
+    assert_eq!(once_per_tick(&c, &name).await.unwrap(), 1);
+}
+
 #[distributed_lock(key = "{name}", client = client)]
 async fn watched(client: &Client, name: &str) -> Result<(Seen, bool), AppError> {
     let seen = look(name);

@@ -66,6 +66,12 @@ async fn rebuild_prices(region: &str) -> Result<(), AppError> {
     Ok(())
 }
 
+/// A job that runs once per tick: held at least 50 s after it starts.
+#[distributed_lock(key = "jobs:report:{day}", at_least = "50s", lease = "10m")]
+async fn daily_report(day: u32) -> Result<u32, AppError> {
+    Ok(day)
+}
+
 #[distributed_lock(key = "{{tenant:{order.customer.tenant}}}:order:{order.id}:{order.lines.1}")]
 async fn ship(order: Order) -> app::Result<Order> {
     Ok(order)
@@ -171,6 +177,7 @@ fn main() {
     is_send(zero_wait(1));
     is_send(read_prices("eu"));
     is_send(rebuild_prices("eu"));
+    is_send(daily_report(5));
     is_send(specs(1, 2, 3, 4.5));
     let name = String::from("n");
     drop(coerce(&name, true));
