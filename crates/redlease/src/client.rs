@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::connection::{self, Connection, PubSubMode, SentinelAuth, Timeouts, TlsOptions};
+use crate::election::Election;
 use crate::error::Error;
 use crate::expirable::ExpirableSemaphore;
 use crate::kind::Kind;
@@ -412,6 +413,29 @@ impl Client {
     #[must_use = "a latch handle does nothing until it is used"]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch::new(self.handle(name))
+    }
+
+    /// A handle to the leader election `name`: who holds the lock `name`
+    /// leads. See [`Election`] for campaigning, asking who leads, and
+    /// observing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redlease::Error> {
+    /// # let url = redlease_testkit::RedisServer::shared().url();
+    /// let client = redlease::Client::connect(&url).await?;
+    /// let election = client.election("doc:client:election");
+    /// let leadership = election.try_campaign("me").await?;
+    /// assert!(election.try_campaign("another").await.unwrap_err().is_busy());
+    /// leadership.resign().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "an election handle does nothing until it is used"]
+    pub fn election(&self, name: impl Into<String>) -> Election {
+        Election::new(self.shared.clone(), name.into())
     }
 
     /// Returns a handle to the locks called `names`, taken together, all or

@@ -225,6 +225,7 @@ macro_rules! forward_extend {
 /// see [`forward_guard`].
 mod impls {
     forward_guard!(crate::guard::LockGuard, release = unlock);
+    forward_guard!(crate::election::Leadership, release = resign);
     forward_extend!(crate::guard::LockGuard);
     forward_guard!(crate::multi::MultiGuard, release = unlock);
     forward_extend!(crate::multi::MultiGuard);

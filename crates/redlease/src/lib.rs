@@ -110,6 +110,9 @@
 //!   hands out.
 //! * `latch.rs`: [`CountDownLatch`], Redisson's `RCountDownLatch`.
 //! * `rwlock.rs`: [`ReadWriteLock`], whose two sides are [`Lock`]s.
+//! * `election/`: [`Election`], leader election on a lock: the
+//!   [`Leadership`] it grants, the [`Leader`] anyone can ask about, and
+//!   observers woken by releases and announcements.
 //! * `multi.rs`: [`MultiLock`] and [`MultiGuard`], several locks taken
 //!   all or none (the order and the taking of slot-mates together live in
 //!   `lock/together.rs`).
@@ -213,6 +216,7 @@ mod contract;
 mod count;
 mod declare;
 pub mod doctor;
+mod election;
 mod error;
 mod expirable;
 mod front;
@@ -244,6 +248,7 @@ pub use client::{Client, ClientBuilder, DEFAULT_FENCING_COUNTER_TTL};
 pub use connection::{PubSubMode, url};
 pub use contract::{Extend, Guard};
 pub use count::{MAX_COUNT, MAX_PERMITS};
+pub use election::{Election, Leader, Leadership, OBSERVE_IDLE};
 pub use error::{Error, ErrorKind};
 pub use expirable::{ExpirableSemaphore, PermitGuard};
 pub use guard::LockGuard;

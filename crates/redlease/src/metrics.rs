@@ -73,6 +73,15 @@ pub const UNLOCK_NOT_OWNER: &str = "redlease_unlock_not_owner_total";
 /// connection's, and one watchdog round renews many names.
 pub const RETRIES: &str = "redlease_retries_total";
 
+/// Gauge: elections this process leads now ([`crate::Election`]); the
+/// election's lock counts in [`HELD`] too.
+pub const LEADING: &str = "redlease_leading";
+/// Counter: leaderships won, one per campaign that returned leading.
+pub const ELECTED: &str = "redlease_elected_total";
+/// Counter: changes of leader seen by observers
+/// ([`Election::observe`](crate::Election::observe)), one per change per
+/// observer.
+pub const LEADER_CHANGES: &str = "redlease_leader_changes_total";
 /// The label naming the lock's group; see [`lock_label`].
 pub const LOCK_LABEL: &str = "lock";
 /// The label on [`ACQUIRES`] and [`WAIT_SECONDS`].
@@ -238,6 +247,9 @@ pub(crate) fn describe() {
         UNLOCK_NOT_OWNER,
         "unlocks refused: the lock was no longer ours"
     );
+    describe_gauge!(LEADING, "elections this process leads now");
+    describe_counter!(ELECTED, "leaderships won");
+    describe_counter!(LEADER_CHANGES, "changes of leader seen by observers");
     describe_counter!(
         RETRIES,
         "requests sent again after a failover error or a lost reply, by reason"
@@ -339,6 +351,26 @@ pub(crate) fn lost(label: &Label, reason: LostReason) {
 pub(crate) fn unlock_not_owner(label: &Label) {
     let key = label.key(&label.0.keys.unlock_not_owner, UNLOCK_NOT_OWNER, None);
     counter(key).increment(1);
+}
+
+/// An election won ([`ELECTED`], [`LEADING`]). Keys built per call:
+/// elections are rare events.
+pub(crate) fn elected(name: &str) {
+    let label = lock_label(name).to_owned();
+    ::metrics::counter!(ELECTED, LOCK_LABEL => label.clone()).increment(1);
+    ::metrics::gauge!(LEADING, LOCK_LABEL => label).increment(1.0);
+}
+
+/// A leadership ended, by resignation, loss or drop ([`LEADING`]).
+pub(crate) fn leadership_ended(name: &str) {
+    let label = lock_label(name).to_owned();
+    ::metrics::gauge!(LEADING, LOCK_LABEL => label).decrement(1.0);
+}
+
+/// An observer saw a new leader, or none ([`LEADER_CHANGES`]).
+pub(crate) fn leader_changed(name: &str) {
+    let label = lock_label(name).to_owned();
+    ::metrics::counter!(LEADER_CHANGES, LOCK_LABEL => label).increment(1);
 }
 
 /// One request sent again, for `reason` ([`RETRIES`]). The key is built

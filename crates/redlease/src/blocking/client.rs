@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::{CountDownLatch, ExpirableSemaphore, Lock, MultiLock, ReadWriteLock, Semaphore, call};
+use super::{
+    CountDownLatch, Election, ExpirableSemaphore, Lock, MultiLock, ReadWriteLock, Semaphore, call,
+};
 use crate::error::Error;
 
 twin! {
@@ -50,6 +52,13 @@ twin! {
         "let rw = client.read_write_lock(name);"
         "let reader = rw.read().try_lock()?;"
         "assert!(rw.write().try_lock().unwrap_err().is_busy());"
+    }
+    /// a handle to the leader election called `name`.
+    #[must_use = "an election handle does nothing until it is used"]
+    fn election(&self, name: impl Into<String>) -> Election {
+        "let election = client.election(name);"
+        "let leadership = election.try_campaign(\"me\")?;"
+        "assert!(election.try_campaign(\"another\").unwrap_err().is_busy());"
     }
     /// a handle to the locks called `names`, taken all or none.
     #[must_use = "a lock handle does nothing until an acquire is called on it"]

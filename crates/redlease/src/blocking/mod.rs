@@ -74,12 +74,14 @@ use crate::error::Error;
 mod twin;
 mod client;
 mod driver;
+mod election;
 mod lock;
 mod multi;
 mod owned;
 mod semaphore;
 
 pub use client::Client;
+pub use election::{Changes, Election, Leadership};
 pub use lock::{Lock, LockGuard, ReadWriteLock};
 pub use multi::{MultiGuard, MultiLock, RedLock, RedLockGuard};
 pub use semaphore::{CountDownLatch, ExpirableSemaphore, PermitGuard, Semaphore, SemaphorePermit};

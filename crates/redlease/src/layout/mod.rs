@@ -96,6 +96,12 @@ pub const LATCH_CHANNEL_PREFIX: &str = "redisson_countdownlatch__channel__";
 /// lost. redlease's own: Redisson's `RSemaphore` and `RCountDownLatch`
 /// keep nothing of the kind.
 pub const REQUEST_PREFIX: &str = "redlease_request";
+/// The prefix of an election's leader record ([`leader_key`]): redlease's
+/// own, beside the lock of the election's name.
+pub const LEADER_PREFIX: &str = "redlease_leader";
+/// The prefix of an election's channel ([`leader_channel`]), on which a new
+/// leader announces itself.
+pub const LEADER_CHANNEL_PREFIX: &str = "redlease_leader__channel";
 /// The prefix of Redisson's unlock latches, short-lived keys its release
 /// writes so that a retried unlock returns its first answer.
 pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
@@ -151,6 +157,40 @@ pub fn waiter_channel(name: &str, owner: &str) -> String {
 /// ```
 pub fn token_key(name: &str) -> String {
     prefixed(TOKEN_PREFIX, name)
+}
+
+/// The leader record of election `name` ([`crate::Election`]),
+/// `redlease_leader:{name}`: a hash of `owner` (the leader's owner field in
+/// the lock `name`), `value` (what it campaigned with) and `epoch` (its
+/// fencing token), believed only while `owner` holds the lock.
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::leader_key;
+///
+/// assert_eq!(leader_key("svc:scheduler"), "redlease_leader:{svc:scheduler}");
+/// ```
+pub fn leader_key(name: &str) -> String {
+    prefixed(LEADER_PREFIX, name)
+}
+
+/// The channel of election `name`, `redlease_leader__channel:{name}`: a new
+/// leader publishes its owner field there, a resigning one an empty
+/// message. Releases are announced on the lock's own [`channel`].
+///
+/// # Examples
+///
+/// ```
+/// use redlease::layout::leader_channel;
+///
+/// assert_eq!(
+///     leader_channel("svc:scheduler"),
+///     "redlease_leader__channel:{svc:scheduler}"
+/// );
+/// ```
+pub fn leader_channel(name: &str) -> String {
+    prefixed(LEADER_CHANNEL_PREFIX, name)
 }
 
 /// The fair lock's waiting queue of lock `name`, `redisson_lock_queue:{name}`:

@@ -223,7 +223,7 @@ local found = held(KEYS[1], ARGV[2])
 if found ~= 1 then
     return found
 end
-if redis.call('type', KEYS[1]).ok == 'hash' then
+if redis.pcall('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hdel', KEYS[1], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[3], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -392,7 +392,7 @@ return renewed
 /// `HEXISTS` raised when that was not `WRONGTYPE` (a key the node does not
 /// serve, for example). Owner fields are unique per acquisition, so a
 /// string holding one is that acquisition's lock.
-const HELD: &str = r"
+pub(super) const HELD: &str = r"
 local function held(key, owner)
     local found = redis.pcall('hexists', key, owner)
     if type(found) == 'table' then

@@ -34,6 +34,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod commands;
+pub(crate) mod election;
 pub(crate) mod expirable;
 pub(crate) mod fair;
 pub(crate) mod latch;
@@ -440,12 +441,15 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 35] = [
+    let scripts: [&'static LazyLock<Lua>; 38] = [
         &lock::ACQUIRE,
         &lock::SEED,
         &lock::REENTER,
         &lock::RELEASE,
         &lock::KEEP,
+        &election::ANNOUNCE,
+        &election::RETIRE,
+        &election::LEADER,
         &lock::RENEW,
         &lock::RENEW_ON_NODE,
         &multi::ACQUIRE_ALL,
@@ -537,14 +541,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 35);
+        assert_eq!(listed.len(), 38);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 35);
+        assert_eq!(hashes.len(), 38);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -553,6 +557,10 @@ pub(crate) mod tests {
                 "seed",
                 "reenter",
                 "release",
+                "keep",
+                "election_announce",
+                "election_retire",
+                "election_leader",
                 "renew",
                 "renew_on_node",
                 "acquire_all",

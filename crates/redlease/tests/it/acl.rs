@@ -253,6 +253,22 @@ async fn a_user_from_the_acl_rules_can_use_the_whole_lock_family_on_its_prefix()
     tokio::time::sleep(Duration::from_millis(100)).await;
     latch.count_down().await.unwrap();
     waiter.await.unwrap().unwrap();
+
+    // An election (#40): its record, its channel, an observer, a
+    // resignation, and a lock kept for its minimum.
+    use futures_util::StreamExt;
+    let name = unique("orders:leader");
+    let mut changes = Box::pin(b.election(&name).observe());
+    assert_eq!(changes.next().await.unwrap().unwrap(), None);
+    let leadership = a.election(&name).campaign("a").await.unwrap();
+    let seen = changes.next().await.unwrap().unwrap().unwrap();
+    assert_eq!(seen.value.as_deref(), Some("a"));
+    leadership.resign().await.unwrap();
+    assert_eq!(changes.next().await.unwrap().unwrap(), None);
+    let kept = a.lock(unique("orders:tick")).try_lock().await.unwrap();
+    kept.unlock_at_least(Duration::from_millis(200))
+        .await
+        .unwrap();
 }
 
 /// The string layout (#17) under the same rules, on Redis 7.0 (scripts)

@@ -40,6 +40,9 @@ mod cluster;
 mod cluster_faults;
 /// `#[distributed_lock]`: keys, waits, leases, clients, release on every exit.
 mod declared;
+/// Leader election (#40): campaigns, observers, Redisson holders, a
+/// paused, killed or restarted leader, a cluster, Sentinel.
+mod election;
 /// The expirable semaphore: Redisson's layout, limits, wake-ups, crashed
 /// holders, renewal, cancellation.
 mod expirable;

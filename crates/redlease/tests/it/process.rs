@@ -128,6 +128,16 @@ async fn child_process() {
         .await
         .unwrap();
     match mode {
+        "leader" => {
+            // `leader URL NAME TIMEOUT_MS VALUE`: leads, says so, and says
+            // LOST when the leadership is.
+            let leadership = c.election(name).campaign(parts[4]).await.unwrap();
+            println!("LEADING");
+            tokio::select! {
+                _ = leadership.lost() => println!("LOST"),
+                () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+        }
         "hold" => {
             let _g = c.lock(name).try_lock().await.unwrap();
             println!("ACQUIRED");
