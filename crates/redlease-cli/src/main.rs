@@ -4,6 +4,8 @@
 //! * `inspect.rs`: `redlease inspect`, a bounded SCAN for lock keys and
 //!   their problems (`inspect/`: reading, judging, the table).
 //! * `unlock.rs`: `redlease unlock --force`.
+//! * `leader.rs`: `redlease leader`, an election's leader, its changes, and
+//!   a command run only while leading.
 //! * `doctor.rs`: `redlease doctor`, the deployment's settings checked.
 //! * `audit.rs`: `redlease audit`, the declared-lock audit.
 //! * `acl.rs`: `redlease acl`, a service user's least-privilege ACL line.
@@ -28,6 +30,7 @@ mod demo;
 mod doctor;
 mod duration;
 mod inspect;
+mod leader;
 mod run;
 mod signals;
 mod unlock;
@@ -36,7 +39,8 @@ mod unlock;
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// Distributed locks on Redis, compatible with Redisson: run a command under
-/// a lock, inspect and force-unlock locks, check the server's settings,
+/// a lock, run a command while leading an election, inspect and
+/// force-unlock locks, check the server's settings,
 /// audit declared locks, print a service's ACL rules, and a demo.
 #[derive(Debug, Parser)]
 #[command(name = "redlease", version, after_help = EXIT_CODES)]
@@ -78,6 +82,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Unlock(unlock::UnlockArgs),
     Doctor(doctor::DoctorArgs),
+    Leader(leader::LeaderArgs),
     Audit(redlease_audit::cli::AuditArgs),
     Acl(acl::AclArgs),
     Demo(demo::DemoArgs),
@@ -99,6 +104,7 @@ exit codes:
   doctor: 0 nothing to change, 1 warnings (or redis unreachable), 2 a
        setting that can lose a held lock (maxmemory-policy, a writable
        replica)
+  leader: with --campaign, CMD's status as for run
   audit: 1 with --deny-warnings and a warning or problem; 2 when a PATH
        cannot be read";
 
@@ -149,6 +155,10 @@ fn main() -> ExitCode {
                 Ok(target) => doctor::main(target, args).await,
                 Err(usage) => usage,
             },
+            Command::Leader(args) => match with_tls("leader", url, tls, sentinel) {
+                Ok(target) => leader::main(target, args).await,
+                Err(usage) => usage,
+            },
             Command::Audit(args) => audit::main(args),
             Command::Acl(args) => acl::main(args),
             Command::Demo(args) => demo::main(url, tls, sentinel, args).await,
@@ -164,6 +174,7 @@ impl Command {
             Command::Inspect(_) => "inspect",
             Command::Unlock(_) => "unlock",
             Command::Doctor(_) => "doctor",
+            Command::Leader(_) => "leader",
             Command::Audit(_) => "audit",
             Command::Acl(_) => "acl",
             Command::Demo(_) => "demo",

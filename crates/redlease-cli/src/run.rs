@@ -229,7 +229,9 @@ pub(crate) async fn main(target: Target, args: RunArgs) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let (status, mut lost) = supervise(&mut child, &held, &mut caught, &args).await;
+    let stop = (args.on_lost == OnLost::Stop).then_some(args.grace);
+    let supervised = supervise(&mut child, held.lost(), &mut caught, &args.what(), stop).await;
+    let (status, mut lost) = (supervised.status, supervised.lost);
     if status.is_err() {
         // Not knowing whether it still runs, make sure it does not outlive
         // the lock.
@@ -408,38 +410,53 @@ fn spawn(args: &RunArgs, held: &Held) -> io::Result<Child> {
     command.spawn()
 }
 
-/// Waits for CMD to exit, passing signals on and stopping it if the lock is
-/// lost. Returns its status, and the loss if it happened.
-async fn supervise(
+/// How a supervised command ended.
+pub(crate) struct Supervised {
+    /// Its exit status.
+    pub(crate) status: io::Result<ExitStatus>,
+    /// The loss, if what it ran under was lost meanwhile.
+    pub(crate) lost: Option<LostReason>,
+    /// Whether a signal arrived (and was passed on) meanwhile.
+    pub(crate) signalled: bool,
+}
+
+/// Waits for CMD to exit, passing signals on and, when `lost` resolves,
+/// stopping it if `stop` gives a grace (SIGTERM, then SIGKILL after it) or
+/// only warning. `what` names what CMD runs under, for the warnings.
+pub(crate) async fn supervise(
     child: &mut Child,
-    held: &Held,
+    lost: impl std::future::Future<Output = LostReason>,
     caught: &mut Caught,
-    args: &RunArgs,
-) -> (io::Result<ExitStatus>, Option<LostReason>) {
-    let mut lost = None;
+    what: &str,
+    stop: Option<Duration>,
+) -> Supervised {
+    tokio::pin!(lost);
+    let mut loss = None;
+    let mut signalled = false;
     let mut kill_at: Option<Instant> = None;
     loop {
         tokio::select! {
-            status = child.wait() => return (status, lost),
+            status = child.wait() => {
+                return Supervised { status, lost: loss, signalled };
+            }
             sig = caught.recv() => {
+                signalled = true;
                 if !signals::reached_command(sig) {
                     signals::send(child.id(), sig);
                 }
             }
-            reason = held.lost(), if lost.is_none() => {
-                lost = Some(reason);
-                if args.on_lost == OnLost::Stop {
+            reason = &mut lost, if loss.is_none() => {
+                loss = Some(reason);
+                if let Some(grace) = stop {
                     warn(&format!(
-                        "{} lost ({reason}); stopping the command (SIGTERM, SIGKILL after {})",
-                        args.what(),
-                        duration::human(args.grace)
+                        "{what} lost ({reason}); stopping the command (SIGTERM, SIGKILL after {})",
+                        duration::human(grace)
                     ));
                     signals::send(child.id(), Signal::SIGTERM);
-                    kill_at = Some(Instant::now() + args.grace);
+                    kill_at = Some(Instant::now() + grace);
                 } else {
                     warn(&format!(
-                        "{} lost ({reason}); the command keeps running (--on-lost=ignore)",
-                        args.what()
+                        "{what} lost ({reason}); the command keeps running (--on-lost=ignore)"
                     ));
                 }
             }
@@ -482,7 +499,7 @@ async fn release(target: &Target, held: Held, lost: bool) -> bool {
 }
 
 /// CMD's exit code, or 128+N when it died of signal N, as shells report it.
-fn exit_code(status: ExitStatus) -> u8 {
+pub(crate) fn exit_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(u8::MAX),

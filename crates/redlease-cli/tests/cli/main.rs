@@ -9,6 +9,7 @@ mod cluster;
 mod demo;
 mod doctor;
 mod inspect;
+mod leader;
 mod nothing_matched;
 mod run;
 mod sentinel;
