@@ -5,7 +5,8 @@
 //! end with a tag that says the primitive: `r<i>` and `s<i>` plain locks in
 //! Redisson's and the string layout (a multi-lock takes `r0` and `r1`
 //! together), `f0` the fair lock, `w0` the read-write lock, `m0` the
-//! semaphore, `x0` the expirable semaphore, `l<round>` the latches.
+//! semaphore, `x0` the expirable semaphore, `l<round>` the latches, `e0`
+//! the election (#40).
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,11 @@ pub(crate) enum Workload {
     Latch,
     /// A multi-lock of the plain locks `r0` and `r1`, all or none.
     Multi,
+    /// Leadership of the election `e0` (#40): a redlease client campaigns
+    /// and holds a leadership, whose token is its epoch; a Java client
+    /// holds `RLock` on the name, a leader with no value. One leader at a
+    /// time, and epochs that grow, are the lock's checks.
+    Elect,
 }
 
 /// The permits of each semaphore.
@@ -47,7 +53,7 @@ pub(crate) const LATCH_COUNT: u64 = 2;
 pub(crate) const LATCH_ROUND_MS: u64 = 2000;
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 8] = [
+    pub(crate) const ALL: [Workload; 9] = [
         Workload::Lock,
         Workload::Fair,
         Workload::Read,
@@ -56,13 +62,14 @@ impl Workload {
         Workload::Xsem,
         Workload::Latch,
         Workload::Multi,
+        Workload::Elect,
     ];
 
     /// How often a client's loop picks it, against the others it can do.
     pub(crate) fn weight(self) -> u64 {
         match self {
             Workload::Lock => 8,
-            Workload::Fair | Workload::Multi | Workload::Latch => 2,
+            Workload::Fair | Workload::Multi | Workload::Latch | Workload::Elect => 2,
             Workload::Read | Workload::Write | Workload::Sem | Workload::Xsem => 1,
         }
     }
@@ -73,7 +80,7 @@ impl Workload {
     pub(crate) fn is_exclusive(self) -> bool {
         matches!(
             self,
-            Workload::Lock | Workload::Fair | Workload::Write | Workload::Multi
+            Workload::Lock | Workload::Fair | Workload::Write | Workload::Multi | Workload::Elect
         )
     }
 
@@ -124,6 +131,7 @@ impl Names {
             Workload::Xsem => vec![self.name("x0")],
             Workload::Latch => Vec::new(),
             Workload::Multi => vec![self.locks(true)[..2].join(",")],
+            Workload::Elect => vec![self.name("e0")],
         }
     }
 
@@ -140,13 +148,14 @@ impl Names {
             .collect()
     }
 
-    /// Every name whose row the clients write: the locks, the fair lock
-    /// and the read-write lock.
+    /// Every name whose row the clients write: the locks, the fair lock,
+    /// the read-write lock and the election.
     pub(crate) fn rows(&self) -> Vec<String> {
         let mut out = self.locks(true);
         out.extend(self.locks(false));
         out.push(self.name("f0"));
         out.push(self.name("w0"));
+        out.push(self.name("e0"));
         out
     }
 }
@@ -161,6 +170,7 @@ pub(crate) fn of_name(name: &str) -> Option<Workload> {
         'm' => Workload::Sem,
         'x' => Workload::Xsem,
         'l' => Workload::Latch,
+        'e' => Workload::Elect,
         _ => return None,
     })
 }
@@ -196,6 +206,7 @@ mod tests {
             Workload::Fair,
             Workload::Sem,
             Workload::Xsem,
+            Workload::Elect,
         ] {
             for name in names.of(w, true) {
                 assert_eq!(of_name(&name), Some(w), "{name}");

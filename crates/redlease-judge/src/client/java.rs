@@ -160,7 +160,12 @@ impl Prims for JavaPrims {
         let wait = self.wait_ms;
         let request = match w {
             Workload::Lock if self.fenced => format!("token.trylock {name} {wait} -1"),
-            Workload::Lock | Workload::Fair | Workload::Read | Workload::Write => {
+            // A Java leader of the election is a holder of its `RLock`.
+            Workload::Lock
+            | Workload::Fair
+            | Workload::Read
+            | Workload::Write
+            | Workload::Elect => {
                 format!("trylock {} {name} {wait} -1", self.kind(w))
             }
             Workload::Multi => format!("multi.trylock {wait} -1 {name}"),

@@ -180,6 +180,7 @@ pub(crate) enum WorkloadArg {
     Xsem,
     Latch,
     Multi,
+    Elect,
 }
 
 impl WorkloadArg {
@@ -193,6 +194,7 @@ impl WorkloadArg {
             WorkloadArg::Xsem => &[Workload::Xsem],
             WorkloadArg::Latch => &[Workload::Latch],
             WorkloadArg::Multi => &[Workload::Multi],
+            WorkloadArg::Elect => &[Workload::Elect],
         }
     }
 }

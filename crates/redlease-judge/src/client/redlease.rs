@@ -11,22 +11,25 @@ use crate::workload::Workload;
 
 /// The async API's types.
 mod a {
-    pub(super) use redlease::{Client, LockGuard, MultiGuard, PermitGuard, SemaphorePermit};
+    pub(super) use redlease::{
+        Client, Leadership, LockGuard, MultiGuard, PermitGuard, SemaphorePermit,
+    };
 }
 
 /// The blocking API's types.
 mod b {
     pub(super) use redlease::blocking::{
-        Client, LockGuard, MultiGuard, PermitGuard, SemaphorePermit,
+        Client, Leadership, LockGuard, MultiGuard, PermitGuard, SemaphorePermit,
     };
 }
 
 /// A hold of either API's `$m` types.
-pub(crate) enum Holding<L, M, P, X> {
+pub(crate) enum Holding<L, M, P, X, E> {
     Lock(L),
     Multi(M),
     Permit(P),
     Xpermit(X),
+    Leader(E),
 }
 
 pub(crate) struct AsyncPrims {
@@ -90,8 +93,13 @@ macro_rules! as_is {
 macro_rules! redlease_prims {
     ($ty:ty, $m:ident, $run:ident) => {
         impl Prims for $ty {
-            type Guard =
-                Holding<$m::LockGuard, $m::MultiGuard, $m::SemaphorePermit, $m::PermitGuard>;
+            type Guard = Holding<
+                $m::LockGuard,
+                $m::MultiGuard,
+                $m::SemaphorePermit,
+                $m::PermitGuard,
+                $m::Leadership,
+            >;
 
             fn acquire(&mut self, w: Workload, name: &str) -> Result<Held<Self::Guard>, Failure> {
                 let wait = self.wait;
@@ -146,6 +154,15 @@ macro_rules! redlease_prims {
                         tokens: vec![None],
                         guard: Holding::Xpermit(permit),
                     }),
+                    Workload::Elect => {
+                        let value = format!("judge-{}", std::process::id());
+                        $run!(self, self.client.election(name).campaign_for(&value, wait)).map(
+                            |leadership| Held {
+                                tokens: vec![leadership.epoch()],
+                                guard: Holding::Leader(leadership),
+                            },
+                        )
+                    }
                     Workload::Latch => unreachable!("a latch is not held"),
                 }
                 .map_err(busy)
@@ -156,6 +173,7 @@ macro_rules! redlease_prims {
                     Holding::Lock(g) => Some(g.is_lost()),
                     Holding::Multi(g) => Some(g.is_lost()),
                     Holding::Xpermit(g) => Some(g.is_lost()),
+                    Holding::Leader(g) => Some(g.is_lost()),
                     // A plain semaphore's permit never expires: nothing to
                     // be told.
                     Holding::Permit(_) => None,
@@ -168,6 +186,7 @@ macro_rules! redlease_prims {
                     Holding::Multi(g) => $run!(self, g.unlock()),
                     Holding::Permit(g) => $run!(self, g.release()),
                     Holding::Xpermit(g) => $run!(self, g.release()),
+                    Holding::Leader(g) => $run!(self, g.resign()),
                 }
                 .map_err(|e| Failure::of(&e, e.is_not_owner()))
             }
