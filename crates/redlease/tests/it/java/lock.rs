@@ -13,6 +13,7 @@ everywhere!(rlock_and_lock_exclude_and_wake_each_other);
 everywhere!(non_reentrant_lock_and_lock_exclude_and_wake_each_other);
 everywhere!(force_unlock_on_either_side_frees_the_other);
 everywhere!(java_lock_forever_and_fixed_leases_meet_redlease);
+everywhere!(issue_40_an_rlock_holder_leads_an_election);
 
 /// Java holds `kind`'s lock on a name: redlease is busy on it, waits, and
 /// is woken by Java's unlock. Then redlease holds it: Java is refused,
@@ -213,4 +214,51 @@ async fn java_lock_forever_and_fixed_leases_meet_redlease(side: Side) {
     );
     java.call(&b, &format!("unlock lock {name}")).await.value();
     assert!(guard.is_lost() || guard.unlock().await.unwrap_err().is_not_owner());
+}
+
+/// #40: a Java service holding the election's name with `RLock` leads: it
+/// shows with its owner and no value, redlease campaigners are refused and
+/// woken by its unlock; then the redlease leader excludes Java.
+async fn issue_40_an_rlock_holder_leads_an_election(side: Side) {
+    let (java, name) = (side.java, side.name("election"));
+    let (a, b) = (format!("{name}/a"), format!("{name}/b"));
+    assert!(
+        java.call(&a, &format!("trylock lock {name} 0 -1"))
+            .await
+            .bool()
+    );
+    let election = side.rust.election(&name);
+    let leader = election.leader().await.unwrap().expect("Java leads");
+    assert_eq!(
+        (leader.value, leader.epoch),
+        (None, None),
+        "{}",
+        leader.owner
+    );
+    assert!(election.try_campaign("rust").await.unwrap_err().is_busy());
+    let campaign = election.clone();
+    let (leadership, _) = side
+        .redlease_woken_by_java(
+            &lock_channel(&name),
+            async move { campaign.campaign_for("rust", WAIT).await },
+            &a,
+            &format!("unlock lock {name}"),
+        )
+        .await;
+    let leader = election.leader().await.unwrap().expect("redlease leads");
+    assert_eq!(leader.value.as_deref(), Some("rust"));
+    assert!(
+        !java
+            .call(&b, &format!("trylock lock {name} 0 -1"))
+            .await
+            .bool(),
+        "Java is refused while redlease leads"
+    );
+    leadership.resign().await.unwrap();
+    assert!(
+        java.call(&b, &format!("trylock lock {name} 0 -1"))
+            .await
+            .bool()
+    );
+    java.call(&b, &format!("unlock lock {name}")).await.value();
 }
