@@ -33,7 +33,8 @@ pub(crate) struct UnlockArgs {
     #[arg(long, short = 'y')]
     yes: bool,
     /// Also deletes KEY when it is not a lock (a string integer such as a
-    /// semaphore's permits, a list, a set), still only as it was shown.
+    /// semaphore's permits, a list, a set, a string with no expiry), still
+    /// only as it was shown.
     #[arg(long)]
     any_type: bool,
     /// The lock's name, which is its Redis key.
@@ -63,6 +64,16 @@ pub(crate) async fn main(target: Target, args: UnlockArgs) -> ExitCode {
             "{:?} holds {}, not a lock; nothing removed (--any-type deletes it anyway)",
             args.key,
             holds(&before)
+        ));
+    }
+    // Every lock has an expiry: a string without one is most likely the
+    // application's own value, which only looks like a string-layout
+    // lock (#40).
+    if before.kind() == StateKind::StringLock && before.pttl_ms == -1 && !args.any_type {
+        return fail(&format!(
+            "{:?} holds a string with no expiry: every lock has one, so it is most likely \
+             data, not a lock; nothing removed (--any-type deletes it anyway)",
+            args.key
         ));
     }
     if !args.yes {

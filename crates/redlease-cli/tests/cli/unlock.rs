@@ -180,6 +180,32 @@ fn issue_27_a_string_layout_lock_is_removed_without_any_type() {
     redis::<i64>(server, &["DEL", &key]);
 }
 
+/// #40: a string without an expiry is no lock (every lock has one): it
+/// needs --any-type, as other types do.
+#[test]
+fn issue_40_a_string_without_expiry_needs_any_type() {
+    let server = RedisServer::shared();
+    let key = unique("unlock:string-no-ttl");
+    redis::<String>(server, &["SET", &key, "cached page"]);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", &key]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains("no expiry") && text.contains("--any-type"),
+        "{text}"
+    );
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 1);
+    let out = output(
+        redlease(&server.url()).args(["unlock", "--force", "--yes", "--any-type", &key]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(redis::<i64>(server, &["EXISTS", &key]), 0);
+}
+
 /// Gone waiters leave the fair queue and its deadlines; live ones stay.
 #[test]
 fn stale_fair_queue_entries_are_removed() {
