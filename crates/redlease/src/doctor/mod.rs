@@ -6,7 +6,8 @@
 //! * `ask.rs`: what is asked of each node, of the sentinels and of the
 //!   client itself.
 //! * `judge.rs`: what the answers mean: pure functions of `INFO` text and
-//!   replies, each with the reason for its threshold.
+//!   replies, each with the reason for its threshold (`judge/tests.rs`
+//!   shows each threshold from both sides).
 //!
 //! Exit 2 (a [`Severity::Danger`]) is kept for what loses a held lock in
 //! normal operation, with no fault: an eviction policy, a writable replica.

@@ -47,6 +47,7 @@ fn any<V>() -> V {
 const N: u64 = 1;
 const WAIT: Duration = Duration::from_secs(1);
 const LEASE: Duration = Duration::from_secs(1);
+const VALUE: &str = "v";
 
 /// One cell: `check(x.call(ARGS)...)` on the primitive `x`, its guard `g`
 /// or its blocking twin `t`, type-checked (never run) and rendered as the
@@ -128,6 +129,21 @@ fn table() -> Vec<Vec<String>> {
                 | tokens(g.fencing_token()); "`Some`"
                 | whose(g.owner()); "`<client id>:<n>`, the hash field"
                 | blocks(t.try_lock_for(WAIT))]
+        ),
+        row!(
+            "`Election` → `Leadership` (#40)",
+            redlease::Election,
+            redlease::Leadership,
+            blocking::Election,
+            [acquires(x.try_campaign(VALUE))
+                | acquires(x.campaign_for(VALUE, WAIT))
+                | acquires(x.campaign(VALUE))
+                | settles(g.resign())
+                | none("the watchdog keeps it")
+                | loses(g.lost())
+                | tokens(g.fencing_token()); "`Some`: the leadership's `epoch()`"
+                | whose(g.owner()); "`<client id>:<n>`, the lock's hash field"
+                | blocks(t.campaign_for(VALUE, WAIT))]
         ),
         row!(
             "`Semaphore` → `SemaphorePermit`",
@@ -311,6 +327,11 @@ own_methods!(
     redlease::blocking::RedLockGuard,
     release = unlock,
     extend
+);
+own_methods!(
+    redlease::Leadership,
+    redlease::blocking::Leadership,
+    release = resign
 );
 own_methods!(
     redlease::SemaphorePermit,
