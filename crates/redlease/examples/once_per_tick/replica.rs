@@ -6,9 +6,9 @@
 //! still finds it taken (ShedLock's `lockAtLeastFor`).
 //!
 //! The rule for the minimum: longer than the spread of the replicas'
-//! clocks plus the scheduler's own lateness (this one polls every 500 ms),
-//! and shorter than the interval minus that lateness, so the next tick is
-//! free again for everyone.
+//! clocks plus the lateness a replica accepts ([`LATE_LIMIT`]; this
+//! scheduler polls every 500 ms), and shorter than the interval minus that
+//! lateness, so the next tick is free again for everyone.
 //!
 //! Shared by the `once_per_tick` example and by its test, which runs
 //! replicas in separate processes with skewed clocks.
@@ -20,6 +20,13 @@ use chrono::{FixedOffset, Utc};
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A tick fired later than this into its interval is skipped. A scheduler
+/// fires a tick it missed (while the process started, or stalled) as soon
+/// as it can, however late; a replica that late cannot tell whether
+/// another ran the tick, and no minimum covers an unbounded lateness. The
+/// minimum must then exceed the clocks' spread plus this.
+pub(crate) const LATE_LIMIT: Duration = Duration::from_millis(1500);
 
 /// What a replica runs.
 #[derive(Clone, Debug)]
@@ -85,9 +92,23 @@ pub(crate) async fn run(replica: Replica, run_for: Duration) -> Result<(), BoxEr
 async fn tick(replica: &Replica, clock: FixedOffset) -> Result<(), BoxError> {
     // The tick this replica's clock says it is: the scheduler fires up to
     // about half a second late, never early.
-    let now = Utc::now().with_timezone(&clock);
+    // By this replica's clock: the local time's fields read as UTC (a
+    // `timestamp()` of the zoned time would be the true time again).
+    let now_ms = Utc::now()
+        .with_timezone(&clock)
+        .naive_local()
+        .and_utc()
+        .timestamp_millis();
     let every = i64::try_from(replica.every.as_secs()).unwrap_or(1).max(1);
-    let tick = now.timestamp().div_euclid(every) * every;
+    let tick = now_ms.div_euclid(1000 * every) * every;
+    let late_ms = now_ms - tick * 1000;
+    if late_ms > LATE_LIMIT.as_millis() as i64 {
+        println!(
+            "{}: skipped tick {tick}, fired {late_ms} ms late",
+            replica.id
+        );
+        return Ok(());
+    }
     let guard = match replica.client.lock(replica.lock.as_str()).try_lock().await {
         Ok(guard) => guard,
         // Another replica runs this tick.
