@@ -41,6 +41,10 @@ return token
 """
 
 
+# How often a waiting `Lock.acquire` tries again, in seconds.
+POLL_S = 0.01
+
+
 def token_key(name):
     """redlease's layout::token_key: a name with braces keeps its own hash tag."""
     if "{" in name:
@@ -94,7 +98,12 @@ def main():
     while now_us() < a.until_us:
         name = rng.choice(names)
         log.write("acquire", "invoke", name)
-        lock = r.lock(name, timeout=a.lease_ms / 1000, blocking_timeout=a.wait_ms / 1000)
+        # redis-py waits by polling, every `sleep` seconds (0.1 by default),
+        # while the other clients wake on a release's message: at 0.1 s it
+        # lost nearly every race, and once (CI, stop 45: a loaded machine's
+        # kill phase) acquired nothing in 12 s, which makes the run invalid.
+        lock = r.lock(name, timeout=a.lease_ms / 1000, sleep=POLL_S,
+                      blocking_timeout=a.wait_ms / 1000)
         try:
             got = lock.acquire()
         except Exception as e:  # noqa: BLE001 - every failure goes to the history
