@@ -1,9 +1,10 @@
 //! Operator actions on locks that are not ours: what `redlease inspect`
 //! and `redlease unlock --force` are built on.
 //!
-//! [`read`] and [`scan`] only read (plain commands, no scripts: they work
-//! on a replica and for an ACL user who may only read);
-//! [`lock_state`] and the `force_unlock` family go through one script each.
+//! [`read`], [`scan`] and [`leftovers`] only read (plain commands, no
+//! scripts: they work on a replica and for an ACL user who may only read);
+//! [`lock_state`] and the `force_unlock` family go through one script each,
+//! and [`gc`] through one per removal.
 //!
 //! These bypass the owner check that every [`LockGuard`](crate::LockGuard)
 //! operation makes. A forced unlock of a lock that is really held lets a
@@ -14,8 +15,10 @@
 //! The names of a lock's keys and channels, and the [`LockState`] these
 //! functions return, are in [`crate::layout`].
 
+mod gc;
 mod read;
 
+pub use gc::{Leftover, LeftoverKind, Leftovers, gc, leftovers};
 pub use read::{Scan, read, scan};
 
 use crate::client::Client;

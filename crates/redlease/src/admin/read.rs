@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use redis::{FromRedisValue, RedisError, Value};
 
 use crate::client::Client;
-use crate::connection::Connection;
+use crate::connection::{Connection, Node};
 use crate::error::Error;
 use crate::layout::state::{MAX_VALUE, escape};
 use crate::layout::{Derived, Holder, Listeners, LockState, PERMIT_NO_EXPIRY, Permit, Waiter};
@@ -147,6 +147,41 @@ const NODE_CURSOR_BITS: u32 = 48;
 /// ```
 pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Result<Scan, Error> {
     let conn = client.shared().conn();
+    let walked = walk(conn, pattern, cursor, limit).await?;
+    let mut locks = Vec::new();
+    for (index, keys) in walked.found {
+        let mut states = read_with(conn, &lock_names(&keys)).await?;
+        for state in &mut states {
+            state.node.clone_from(&walked.masters[index].address);
+        }
+        locks.extend(states.into_iter().filter(|state| !state.is_empty()));
+    }
+    Ok(Scan {
+        cursor: walked.cursor,
+        keys_seen: walked.keys_seen,
+        locks,
+    })
+}
+
+/// What one bounded walk of the keyspace found.
+pub(super) struct Walk {
+    /// Where to go on (`0`: done), as [`Scan::cursor`].
+    pub(super) cursor: u64,
+    pub(super) keys_seen: usize,
+    /// The keys found, by the index of their master in `masters`.
+    pub(super) found: Vec<(usize, BTreeSet<String>)>,
+    pub(super) masters: Vec<Node>,
+}
+
+/// `SCAN` from `cursor` over about `limit` keys matching `pattern`, master
+/// after master on a cluster; shared by [`scan`] and the leftovers'
+/// reader.
+pub(super) async fn walk(
+    conn: &Connection,
+    pattern: &str,
+    cursor: u64,
+    limit: u64,
+) -> Result<Walk, Error> {
     let masters = conn.masters().await?;
     let mut index = (cursor >> NODE_CURSOR_BITS) as usize;
     let mut node_cursor = cursor & ((1 << NODE_CURSOR_BITS) - 1);
@@ -182,18 +217,11 @@ pub async fn scan(client: &Client, pattern: &str, cursor: u64, limit: u64) -> Re
         true => ((index as u64) << NODE_CURSOR_BITS) | node_cursor,
         false => 0,
     };
-    let mut locks = Vec::new();
-    for (index, keys) in found {
-        let mut states = read_with(conn, &lock_names(&keys)).await?;
-        for state in &mut states {
-            state.node.clone_from(&masters[index].address);
-        }
-        locks.extend(states.into_iter().filter(|state| !state.is_empty()));
-    }
-    Ok(Scan {
+    Ok(Walk {
         cursor,
         keys_seen,
-        locks,
+        found,
+        masters,
     })
 }
 
@@ -223,7 +251,10 @@ fn lock_names(keys: &BTreeSet<String>) -> Vec<String> {
     names.into_iter().collect()
 }
 
-async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>, RedisError> {
+pub(super) async fn read_with(
+    conn: &Connection,
+    names: &[String],
+) -> Result<Vec<LockState>, RedisError> {
     let (secs, micros): (u64, u64) = conn.query(&commands::time()).await?;
     let now_us = secs * 1_000_000 + micros;
     let mut states: Vec<LockState> = names
@@ -339,7 +370,7 @@ async fn read_with(conn: &Connection, names: &[String]) -> Result<Vec<LockState>
 /// The replies to `pipe`'s commands, each on its own; none for an empty
 /// pipeline, which is never sent: redis-rs refuses one ("empty command"),
 /// and nothing to read is a normal answer (issue #18).
-async fn each(
+pub(super) async fn each(
     conn: &Connection,
     pipe: &redis::Pipeline,
 ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
@@ -395,7 +426,7 @@ fn set_fields(state: &mut LockState, fields: Vec<(Vec<u8>, Vec<u8>)>) {
 }
 
 /// One reply as `T`; `None` for errors, nil, and replies of another shape.
-fn get<T: FromRedisValue>(reply: &Result<Value, RedisError>) -> Option<T> {
+pub(super) fn get<T: FromRedisValue>(reply: &Result<Value, RedisError>) -> Option<T> {
     match reply {
         Ok(Value::Nil) | Err(_) => None,
         Ok(value) => redis::from_redis_value_ref(value).ok(),

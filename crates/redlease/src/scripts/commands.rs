@@ -43,6 +43,23 @@ pub(crate) fn scan(cursor: u64, pattern: &str, count: u64) -> Cmd {
         .clone()
 }
 
+/// What [`admin::leftovers`](crate::admin::leftovers) reads of each key:
+/// three replies per key in this order, `PTTL key`, `MEMORY USAGE key` (an
+/// error where the command is refused), and `HGET key owner` for a leader
+/// record (`true`), else a `PING` that keeps the count.
+pub(crate) fn leftover_facts<'a>(keys: impl IntoIterator<Item = (&'a str, bool)>) -> Pipeline {
+    let mut pipe = redis::pipe();
+    for (key, record) in keys {
+        pipe.cmd("PTTL").arg(key);
+        pipe.cmd("MEMORY").arg("USAGE").arg(key);
+        match record {
+            true => pipe.cmd("HGET").arg(key).arg("owner"),
+            false => pipe.cmd("PING"),
+        };
+    }
+    pipe
+}
+
 /// The first round of a layout read: per name, five replies in this
 /// order: `TYPE name`, `PTTL name`, `HLEN name` (an error for a key that
 /// is no hash), `GET` of its fencing counter, `LLEN` of its fair queue.

@@ -48,12 +48,13 @@ use crate::layout;
 /// (`GET` itself raises it for a non-string); `reclaim(name, timeout,
 /// channel, publish, limit)` returns expired permits (score at or before
 /// `now`; at most `limit` of them, or all when `limit` is nil) to the pool,
-/// and announces the new count when it is positive, as Redisson's scripts do.
+/// and announces the new count when it is positive, as Redisson's scripts do;
+/// it returns how many it gave back.
 ///
 /// All of them are removed with one `ZREMRANGEBYSCORE` rather than
 /// Redisson's `ZREM` of an unpacked list, which overflows Lua's stack
 /// beyond some thousands of ids; the effect is the same.
-const PERMITS: &str = r"
+pub(super) const PERMITS: &str = r"
 local function permits(key)
     local value = redis.call('get', key)
     if value ~= false and not string.match(value, '^%-?%d+$') then
@@ -78,6 +79,7 @@ local function reclaim(name, timeout, channel, publish, limit)
             redis.call(publish, channel, value)
         end
     end
+    return count
 end
 ";
 

@@ -39,7 +39,7 @@ pub(crate) const REDISSON_FAIR_WAIT_MS: u64 = 300_000;
 /// zset), after [`NOW_MS`]. A waiter whose deadline has passed stopped
 /// refreshing it (it died or lost its connection), or, for Redisson's,
 /// waited longer than its wait.
-const PRUNE: &str = r"
+pub(super) const PRUNE: &str = r"
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
     if head == false then break end

@@ -37,6 +37,7 @@ pub(crate) mod commands;
 pub(crate) mod election;
 pub(crate) mod expirable;
 pub(crate) mod fair;
+pub(crate) mod gc;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
@@ -441,7 +442,7 @@ impl Lua {
 /// # }
 /// ```
 pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
-    let scripts: [&'static LazyLock<Lua>; 38] = [
+    let scripts: [&'static LazyLock<Lua>; 42] = [
         &lock::ACQUIRE,
         &lock::SEED,
         &lock::REENTER,
@@ -465,6 +466,10 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
         &rwlock::WRITE_RELEASE,
         &rwlock::RENEW_READS,
         &admin::FORCE_UNLOCK,
+        &gc::FAIR,
+        &gc::PERMITS_RECLAIM,
+        &gc::READ_TIMEOUT,
+        &gc::LEADER,
         &expirable::ACQUIRE,
         &expirable::RELEASE,
         &expirable::RENEW,
@@ -495,12 +500,12 @@ pub fn lua_scripts() -> Vec<(&'static str, &'static str, &'static str)> {
 /// plus `publish` and `spublish`, which the scripts take as an argument
 /// (see [`Publish`](crate::connection::Publish)). An ACL user needs each
 /// of them ([`crate::acl`]): Redis checks commands run by scripts against
-/// the caller's permissions. The operators' forced unlock counts only with
-/// `admin`.
+/// the caller's permissions. The operators' forced unlock and garbage
+/// collection count only with `admin`.
 pub(crate) fn commands(admin: bool) -> Vec<String> {
     let mut found: Vec<String> = vec!["publish".to_owned(), "spublish".to_owned()];
     for (name, _, source) in lua_scripts() {
-        if !admin && name == admin::FORCE_UNLOCK.name {
+        if !admin && (name == admin::FORCE_UNLOCK.name || name.starts_with("gc_")) {
             continue;
         }
         for call in ["redis.call('", "redis.pcall('"] {
@@ -541,14 +546,14 @@ pub(crate) mod tests {
     #[test]
     fn listed_scripts_match_what_runs() {
         let listed = lua_scripts();
-        assert_eq!(listed.len(), 38);
+        assert_eq!(listed.len(), 42);
         for (name, sha, source) in &listed {
             assert_eq!(*sha, Script::new(source).get_hash(), "{name}");
         }
         let mut hashes: Vec<_> = listed.iter().map(|s| s.1).collect();
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 38);
+        assert_eq!(hashes.len(), 42);
         let names: Vec<_> = listed.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -576,6 +581,10 @@ pub(crate) mod tests {
                 "write_release",
                 "renew_reads",
                 "force_unlock",
+                "gc_fair",
+                "gc_permits",
+                "gc_read_timeout",
+                "gc_leader",
                 "expirable_acquire",
                 "expirable_release",
                 "expirable_renew",

@@ -54,6 +54,8 @@ mod fair;
 mod faults;
 /// Fencing tokens: increasing across clients, Redisson, expiry, restarts.
 mod fence;
+/// What locks leave behind, and its removal (#40).
+mod gc;
 /// Redisson itself, in a JVM, on the same keys (#26).
 mod java;
 /// Redisson's count-down latch: layout, messages, waiters in every client.
