@@ -63,6 +63,13 @@ pub(crate) struct InspectArgs {
     /// Prints JSON for tools instead of the table.
     #[arg(long)]
     json: bool,
+    /// Shows what locks leave behind instead of the locks: fencing
+    /// counters of names nobody holds (kept), fair-queue entries and
+    /// permits whose time is up, read-write lock timeout keys and election
+    /// records of holders gone, unlock latches and request records; how
+    /// many, how much memory, and what `redlease gc` would remove.
+    #[arg(long)]
+    leftovers: bool,
 }
 
 /// The answer of one `inspect` call.
@@ -82,6 +89,15 @@ impl Report {
 }
 
 pub(crate) async fn main(target: Target, args: InspectArgs) -> ExitCode {
+    if args.leftovers {
+        let scan = crate::gc::ScanArgs {
+            pattern: args.pattern.unwrap_or_else(|| "*".to_owned()),
+            limit: args.limit,
+            cursor: args.cursor,
+            json: args.json,
+        };
+        return crate::gc::inspect(target, &scan).await;
+    }
     let client = match target.reader().await {
         Ok(client) => client,
         Err(message) => return fail(&message),

@@ -29,6 +29,7 @@ mod connect;
 mod demo;
 mod doctor;
 mod duration;
+mod gc;
 mod inspect;
 mod leader;
 mod run;
@@ -82,6 +83,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Unlock(unlock::UnlockArgs),
     Doctor(doctor::DoctorArgs),
+    Gc(gc::GcArgs),
     Leader(leader::LeaderArgs),
     Audit(redlease_audit::cli::AuditArgs),
     Acl(acl::AclArgs),
@@ -155,6 +157,10 @@ fn main() -> ExitCode {
                 Ok(target) => doctor::main(target, args).await,
                 Err(usage) => usage,
             },
+            Command::Gc(args) => match with_tls("gc", url, tls, sentinel) {
+                Ok(target) => gc::main(target, args).await,
+                Err(usage) => usage,
+            },
             Command::Leader(args) => match with_tls("leader", url, tls, sentinel) {
                 Ok(target) => leader::main(target, args).await,
                 Err(usage) => usage,
@@ -174,6 +180,7 @@ impl Command {
             Command::Inspect(_) => "inspect",
             Command::Unlock(_) => "unlock",
             Command::Doctor(_) => "doctor",
+            Command::Gc(_) => "gc",
             Command::Leader(_) => "leader",
             Command::Audit(_) => "audit",
             Command::Acl(_) => "acl",

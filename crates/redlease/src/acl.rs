@@ -71,8 +71,9 @@ pub enum Access {
     /// with fencing tokens, and use semaphores and latches: what a service
     /// needs.
     Locks,
-    /// Also read every lock's state and force an unlock: what `redlease
-    /// inspect` and `redlease unlock --force` need (`SCAN`, `TYPE`,
+    /// Also read every lock's state, force an unlock and collect what
+    /// locks leave behind: what `redlease inspect`, `redlease unlock
+    /// --force` and `redlease gc` need (`SCAN`, `TYPE`,
     /// `HGETALL`, ...).
     Admin,
 }
@@ -109,7 +110,8 @@ const SENT: &[&str] = &[
     "info",
 ];
 
-/// Commands `inspect` sends (`admin::read` and `admin::scan`).
+/// Commands `inspect` sends (`admin::read`, `admin::scan` and
+/// `admin::leftovers`).
 const INSPECT: &[&str] = &[
     "scan",
     "type",
@@ -127,6 +129,8 @@ const INSPECT: &[&str] = &[
     "zcard",
     "zrange",
     "pubsub|numsub",
+    // The size of what locks leave behind (`inspect --leftovers`).
+    "memory|usage",
 ];
 
 /// An `ACL SETUSER` command: [`args`](SetUser::args) to send it, or
@@ -397,6 +401,7 @@ mod tests {
             "+hgetall",
             "+zcard",
             "+pubsub|numsub",
+            "+memory|usage",
             "~{a*",
         ] {
             assert!(args.iter().any(|a| a == wanted), "{wanted} missing");

@@ -8,6 +8,7 @@ mod busy_message;
 mod cluster;
 mod demo;
 mod doctor;
+mod gc;
 mod inspect;
 mod leader;
 mod nothing_matched;

@@ -167,7 +167,7 @@ async fn a_denial_inside_a_script_is_an_auth_error() {
 /// The operators' rules add what inspecting and forcing need, still only
 /// on the prefix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_admin_rules_let_an_operator_inspect_and_force_unlock() {
+async fn the_admin_rules_let_an_operator_inspect_force_unlock_and_collect() {
     let server = RedisServer::start();
     create_user(&server, "svc", &[PREFIX], Access::Locks);
     create_user(&server, "ops", &[PREFIX], Access::Admin);
@@ -186,6 +186,19 @@ async fn the_admin_rules_let_an_operator_inspect_and_force_unlock() {
         .await
         .unwrap_err();
     assert!(err.is_auth(), "{err:?}");
+    // #40: the operator sees what locks leave behind, with its size, and
+    // collects a dead leader's record.
+    let leader = svc.election(&name).try_campaign("a").await.unwrap();
+    redlease::admin::force_unlock(&ops, &name).await.unwrap();
+    let pattern = format!("*{name}*");
+    let left = redlease::admin::gc(&ops, &pattern, 0, 1_000).await.unwrap();
+    let kinds: Vec<_> = left.leftovers.iter().map(|l| (l.kind, l.removed)).collect();
+    assert!(
+        kinds.contains(&(redlease::admin::LeftoverKind::LeaderRecord, 1)),
+        "{left:?}"
+    );
+    assert!(left.leftovers.iter().all(|l| l.bytes.is_some()), "{left:?}");
+    drop(leader);
 }
 
 /// The rest of Redisson's family on the granted prefix: read-write locks
