@@ -14,6 +14,7 @@
 //! * [`workload`]: the primitives the clients work on, and their names;
 //! * [`client`]: the client processes (redlease's and Java's);
 //! * [`db`]: the fenced and unfenced rows;
+//! * [`gc`]: the collector that runs beside the workload (`--gc-ms`);
 //! * [`nemesis`]: the faults;
 //! * [`netns`]: real network partitions, with network namespaces;
 //! * [`run`]: the phases, the processes, the recovery probe;
@@ -27,6 +28,7 @@
 mod check;
 mod client;
 mod db;
+mod gc;
 mod history;
 mod nemesis;
 mod netns;
@@ -56,6 +58,8 @@ enum Command {
     Run(run::RunArgs),
     /// One client process (started by `run`).
     Client(client::ClientArgs),
+    /// The collector process of `run --gc-ms` (started by `run`).
+    Gc(gc::GcArgs),
     /// Judges a run again from its histories (in `dir`, a run's `--out`)
     /// and what its report.json recorded beside them (faults, final rows
     /// and permits, exits, recovery), and writes report.json, report.md
@@ -69,6 +73,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("redlease-judge client {}: {e}", args.process);
+                ExitCode::from(2)
+            }
+        },
+        Command::Gc(args) => match gc::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("redlease-judge gc: {e}");
                 ExitCode::from(2)
             }
         },

@@ -75,6 +75,28 @@ pub(crate) fn markdown(run: &RunReport) -> String {
             c.latch_opened,
         );
     }
+    if run.phases.iter().any(|p| p.outcome.gc.is_some()) {
+        md.push_str("\nWhat the collector removed while the clients ran (`--gc-ms`, #40), entries by kind:\n\n");
+        md.push_str("| fault | every, ms | runs | runs a fault stopped | keys a run looked at, at most | fair-queue | expired-permits | read-timeout | leader-record |\n");
+        md.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        for p in &run.phases {
+            let Some(gc) = &p.outcome.gc else { continue };
+            let n = |kind: &str| gc.removed.get(kind).copied().unwrap_or(0);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                p.fault.as_str(),
+                gc.every_ms,
+                gc.runs,
+                gc.failed,
+                gc.most_keys,
+                n("fair-queue"),
+                n("expired-permits"),
+                n("read-timeout"),
+                n("leader-record"),
+            );
+        }
+    }
     md.push_str("\nWhat the faults excused (two holds of one name at once, each explained by one fault or a violation):\n\n");
     md.push_str("| fault | overlaps (cause) | excused by one fault, at most | longest excused, ms | latest lost hold asked after its failover, ms | unexplained | unexplained that #29's blame excused |\n");
     md.push_str("|---|---|--:|--:|--:|--:|--:|\n");

@@ -87,6 +87,12 @@ pub(crate) enum Plant {
     /// A client that hands a failover's errors (`MOVED`, `CLUSTERDOWN`,
     /// ...) to its caller at once, with time left to wait.
     FailoverErrorsNotRetried,
+    /// A collector (`--gc-ms`) that gives back an expirable semaphore's
+    /// permits whatever their lease (#40).
+    GcReclaimsLivePermits,
+    /// A collector that removes a fair queue's waiters whatever their
+    /// deadline (#40).
+    GcPrunesLiveWaiters,
 }
 
 /// `redlease-judge run`.
@@ -162,6 +168,11 @@ pub(crate) struct RunArgs {
     /// build with `--cfg redlease_plant`.
     #[arg(long, value_enum)]
     pub(crate) plant: Option<Plant>,
+    /// Runs `redlease::admin::gc` over the phase's keys every this many
+    /// ms while the clients work, in a process of its own (#40): it must
+    /// take nothing a live client uses.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) gc_ms: Option<u64>,
 }
 
 /// One phase's outcome.
@@ -265,6 +276,29 @@ struct Phase<'a> {
 }
 
 impl Phase<'_> {
+    /// The collector of `--gc-ms`: over every key of the phase (its names'
+    /// prefix), on `url`, every `every` ms until the phase's end. A
+    /// planted bug goes to it as to the redlease clients.
+    fn spawn_collector(&self, url: &str, every: u64, log: &Path) -> std::io::Result<Child> {
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg("gc")
+            .args(["--redis", url])
+            .args(["--pattern", &format!("*{}*", self.prefix)])
+            .args(["--every-ms", &every.to_string()])
+            .args(["--until-us", &self.until_us.to_string()])
+            .arg("--log")
+            .arg(log);
+        if let Some(plant) = self.args.plant {
+            cmd.env("REDLEASE_PLANT", value_name(plant));
+        }
+        let stderr = std::fs::File::create(self.dir.join("gc.stderr"))?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .process_group(0)
+            .spawn()
+    }
+
     fn spawn(&self, spec: ClientSpec, index: usize, incarnation: u32) -> std::io::Result<Proc> {
         let process = format!("{}-{index}.{incarnation}", spec.label());
         let history = self.dir.join(format!("{process}.jsonl"));
@@ -576,6 +610,11 @@ fn run_phase(
     while Instant::now() < up_by && !procs.iter().all(|p| has_started(&p.history)) {
         std::thread::sleep(Duration::from_millis(50));
     }
+    let gc_log = dir.join("gc.log");
+    let mut collector = match args.gc_ms {
+        Some(every) => Some(phase.spawn_collector(&local_url, every, &gc_log)?),
+        None => None,
+    };
     let nemesis_log = dir.join("nemesis.jsonl");
     let nemesis_end = phase.until_us.saturating_sub(args.heal_ms * 1000);
     let mut rng = Rng::new(seed);
@@ -765,6 +804,29 @@ fn run_phase(
             overran,
         });
     }
+    let gc = match (&mut collector, args.gc_ms) {
+        (Some(child), Some(every)) => {
+            let mut status = None;
+            while Instant::now() < grace {
+                if let Some(s) = child.try_wait()? {
+                    status = Some(s);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if status.is_none() {
+                signal_group("KILL", child);
+                let _ = child.wait();
+            }
+            exits.push(Exit {
+                process: "gc".to_owned(),
+                code: status.and_then(|s| s.code()),
+                overran: status.is_none(),
+            });
+            Some(crate::gc::tally(&gc_log, every))
+        }
+        _ => None,
+    };
     let end = now_us();
     if network.is_some() {
         drop((relay, network));
@@ -790,6 +852,7 @@ fn run_phase(
             kinds,
             exits,
             recovery_ms,
+            gc,
         },
         finals: Finals { rows, permits },
         check: Check::default(),

@@ -57,6 +57,36 @@ fn every_fault_kind_passes_with_mixed_clients() {
     }
 }
 
+/// #40: `redlease gc` run every 300 ms beside the mixed clients (Java
+/// among them) loses nothing, through killed clients and a restarted
+/// Redis; and it did run, through the phase's keys.
+#[test]
+fn issue_40_gc_beside_the_workload_loses_nothing() {
+    let (code, report) = judge(
+        env!("CARGO_BIN_EXE_redlease-judge"),
+        "gc",
+        &[
+            "--seed",
+            "40",
+            "--seconds",
+            "12",
+            "--phases",
+            "kill,restart",
+            "--gc-ms",
+            "300",
+        ],
+    );
+    assert_eq!(code, 0, "{report}");
+    for phase in ["kill", "restart"] {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {phase} | 300 |")))
+            .unwrap_or_else(|| panic!("no collector row for {phase}:\n{report}"));
+        let runs: u32 = row.split('|').nth(3).unwrap().trim().parse().unwrap();
+        assert!(runs >= 10, "{row}");
+    }
+}
+
 /// A Java client without its driver, or a Python one without its venv, is
 /// an error before anything runs (it used to exit at once and the run
 /// pass).

@@ -44,6 +44,18 @@ fn caught_in(
     clients: &str,
     workloads: Option<&str>,
 ) {
+    caught_with(plant, seconds, expect, clients, workloads, &[]);
+}
+
+/// [`caught_in`] with `extra` arguments of the run.
+fn caught_with(
+    plant: &str,
+    seconds: u32,
+    expect: &[(&str, &str)],
+    clients: &str,
+    workloads: Option<&str>,
+    extra: &[&str],
+) {
     let phases: Vec<&str> = expect.iter().map(|(phase, _)| *phase).collect();
     let dir = match workloads {
         Some(w) => format!("planted-{plant}-{w}"),
@@ -69,6 +81,7 @@ fn caught_in(
         plant,
     ];
     args.extend(narrowed);
+    args.extend(extra);
     let (code, report) = judge(&planted(), &dir, &args);
     assert_eq!(code, 1, "the judge missed {plant}:\n{report}");
     let json = std::fs::read_to_string(
@@ -175,5 +188,30 @@ fn issue_40_two_leaders_or_an_epoch_going_back_are_caught() {
         &[("restart", "tokens against the hold order")],
         clients,
         Some("elect"),
+    );
+}
+
+/// #40: a collector running beside the workload (`--gc-ms`) that takes
+/// what live clients hold is caught: permits still leased given back
+/// (more permits held than exist), fair waiters still waiting removed
+/// (served out of order).
+#[test]
+fn issue_40_a_collector_that_takes_live_permits_or_waiters_is_caught() {
+    let clients = "async-redisson,blocking-redisson,async-redisson,blocking-redisson";
+    caught_with(
+        "gc-reclaims-live-permits",
+        12,
+        &[("none", "more permits held than exist")],
+        clients,
+        Some("xsem"),
+        &["--gc-ms", "300"],
+    );
+    caught_with(
+        "gc-prunes-live-waiters",
+        12,
+        &[("none", "fair lock out of order")],
+        clients,
+        Some("fair"),
+        &["--gc-ms", "300"],
     );
 }

@@ -8,7 +8,8 @@
 //! The bugs are the classic ones of hand-rolled locks: a release or a
 //! renewal that does not check the owner, a fencing counter that begins
 //! again at 1 after Redis lost it, an acquire that takes a held name; and
-//! one of a client that hands a failover's errors to its caller. Most are
+//! one of a client that hands a failover's errors to its caller, and one of
+//! an operators' gc that takes what a live client holds. Most are
 //! edits of the Lua scripts (made in [`rewrite`], each asserting that its
 //! text is there, so a plant cannot silently stop applying); the string
 //! layout's `SET NX` and the retries are Rust code, and ask [`on`].
@@ -33,6 +34,12 @@ pub(crate) enum Plant {
     /// at once: waiting acquires and releases do not send again a command
     /// the server said it did not run (#37).
     FailoverErrorsNotRetried,
+    /// The operators' gc gives back an expirable semaphore's permits
+    /// whatever their lease, live ones too (#40).
+    GcReclaimsLivePermits,
+    /// The operators' gc removes a fair queue's waiters whatever their
+    /// deadline, live ones too (#40).
+    GcPrunesLiveWaiters,
 }
 
 /// Whether `plant` is switched on in this process.
@@ -58,6 +65,8 @@ mod planted {
                 Plant::FenceNotSeeded => "fence-not-seeded",
                 Plant::AcquireTakesHeld => "acquire-takes-held",
                 Plant::FailoverErrorsNotRetried => "failover-errors-not-retried",
+                Plant::GcReclaimsLivePermits => "gc-reclaims-live-permits",
+                Plant::GcPrunesLiveWaiters => "gc-prunes-live-waiters",
             }
         }
 
@@ -93,16 +102,28 @@ mod planted {
                 )],
                 // A Rust change: asks `on`.
                 Plant::FailoverErrorsNotRetried => &[],
+                Plant::GcReclaimsLivePermits => &[(
+                    &["gc_permits"],
+                    "return reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil)\n",
+                    "now = 1e15\nreturn reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil)\n",
+                )],
+                Plant::GcPrunesLiveWaiters => &[(
+                    &["gc_fair"],
+                    "    if deadline ~= false and tonumber(deadline) > now then break end\n",
+                    "",
+                )],
             }
         }
     }
 
-    const ALL: [Plant; 5] = [
+    const ALL: [Plant; 7] = [
         Plant::ReleaseWithoutOwnerCheck,
         Plant::RenewWithoutOwnerCheck,
         Plant::FenceNotSeeded,
         Plant::AcquireTakesHeld,
         Plant::FailoverErrorsNotRetried,
+        Plant::GcReclaimsLivePermits,
+        Plant::GcPrunesLiveWaiters,
     ];
 
     /// The plants `REDLEASE_PLANT` names (comma-separated), read once.

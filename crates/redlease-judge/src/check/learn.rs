@@ -131,7 +131,13 @@ fn certainly_lost(holds: &[Hold], faults: &[Fault], p: Params, out: &mut Vec<Vio
             .filter(|h| hit(h) && h.start < f.start && h.end > f.start)
         {
             let lock_like = h.w.is_exclusive() || h.w == crate::workload::Workload::Read;
-            if lock_like && matches!(h.release, Release::Ok(_)) {
+            // Redisson's fair release of a lock that is gone says it
+            // released (by its design, not a fault's excuse): a release
+            // that finds another holder is still judged, as any, by
+            // `released_inside`.
+            let gone_is_ok = h.w == crate::workload::Workload::Fair
+                && Traits::of(&h.client).fair_release_of_gone_succeeds;
+            if lock_like && !gone_is_ok && matches!(h.release, Release::Ok(_)) {
                 out.push(Class::ReleaseLost.line(format!(
                     "{}'s release of {} succeeded {} ms after a {} of {} took it",
                     h.process,

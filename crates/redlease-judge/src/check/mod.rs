@@ -97,6 +97,10 @@ pub(crate) struct Traits {
     pub(crate) clock_tokens: bool,
     /// Its locks have a fixed lease, not renewed (redis-py's).
     pub(crate) fixed_lease: bool,
+    /// Its fair lock's release answers success when the lock is gone
+    /// (Redisson's `RFairLock.unlockInnerAsync` returns 1 when the key does
+    /// not exist, and `nil`, refused, only when another holds it).
+    pub(crate) fair_release_of_gone_succeeds: bool,
 }
 
 impl Traits {
@@ -107,6 +111,7 @@ impl Traits {
             follows_late: client == "redis-py",
             clock_tokens: client != "redisson-fenced",
             fixed_lease: client == "redis-py",
+            fair_release_of_gone_succeeds: client == "redisson-rlock",
         }
     }
 }

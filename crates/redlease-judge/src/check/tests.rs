@@ -215,6 +215,27 @@ fn a_release_while_a_successor_holds_is_a_violation_when_the_lock_was_taken() {
     assert!(c.violations.is_empty(), "{:?}", c.violations());
 }
 
+/// Redisson's fair release of a lock that is gone answers success (its
+/// script returns 1 when the key does not exist): after a restart that is
+/// Redisson's design, not a release of a lost lock (seed 40 met it, #40);
+/// a redlease fair release, owner-checked, must still be refused.
+#[test]
+fn a_redisson_fair_release_of_a_gone_lock_is_its_design() {
+    let restart = fault(FaultKind::Restart, "redis", S / 2, S / 2 + 1000);
+    let mut java = turn("j", "f", 0, S, 10);
+    (java.c, java.w, java.lost) = ("redisson-rlock", Workload::Fair, None);
+    let c = judged(std::slice::from_ref(&java), std::slice::from_ref(&restart));
+    assert!(c.violations.is_empty(), "{:?}", c.violations());
+    let mut ours = turn("a", "f", 0, S, 10);
+    (ours.w, ours.lost) = (Workload::Fair, Some(true));
+    let c = judged(std::slice::from_ref(&ours), std::slice::from_ref(&restart));
+    assert_eq!(classes(&c), [Class::ReleaseLost]);
+    // Its plain lock's release is owner-checked: judged as any.
+    java.w = Workload::Lock;
+    let c = judged(std::slice::from_ref(&java), &[restart]);
+    assert_eq!(classes(&c), [Class::ReleaseLost]);
+}
+
 /// A hold granted before a restart (or its process's pause or cut) is gone
 /// after it: its release must be refused, and its client must tell it
 /// within a lease, whether or not anyone else took the name.
@@ -579,6 +600,7 @@ fn an_invalid_run_fails() {
         kinds: kinds.iter().map(|k| (*k).to_owned()).collect(),
         exits,
         recovery_ms: vec![("n".to_owned(), None)],
+        gc: None,
     };
     let exit = |process: &str, code| Exit {
         process: process.to_owned(),
@@ -619,6 +641,17 @@ fn an_invalid_run_fails() {
     assert!(
         v.iter().any(|l| l == "invalid run: j exited with 2"),
         "{v:?}"
+    );
+    // A collector (#40) that never got through the keys.
+    let mut idle = outcome(&["redlease-async-redisson"], vec![exit("a", Some(0))]);
+    idle.gc = Some(crate::gc::GcTally {
+        failed: 3,
+        ..crate::gc::GcTally::default()
+    });
+    let (v, _) = valid(&c, FaultKind::None, &[], &idle, 4000, 0);
+    assert_eq!(
+        lines(v),
+        ["invalid run: the collector (--gc-ms) never ran through the keys"]
     );
     // A pause whose signal failed, and none that hit a holder.
     let mut missed = fault(FaultKind::Pause, "z", 2 * S, 3 * S);

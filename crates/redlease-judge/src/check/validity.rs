@@ -34,6 +34,9 @@ pub(crate) struct Outcome {
     /// that loses every race is no failure by itself: recovery is judged
     /// on everyone's acquisitions ([`check`]).
     pub(crate) recovery_ms: Vec<(String, Option<u64>)>,
+    /// What the collector of `--gc-ms` did, when it ran (#40).
+    #[serde(default)]
+    pub(crate) gc: Option<crate::gc::GcTally>,
 }
 
 /// The bound on recovery: a name free again is taken within one wait of a
@@ -59,6 +62,10 @@ pub(crate) fn check(
         if check.acquired_by.get(k).copied().unwrap_or(0) == 0 {
             invalid(format!("{k} acquired nothing"));
         }
+    }
+    // A collector that never got through the keys checked nothing.
+    if outcome.gc.as_ref().is_some_and(|gc| gc.runs == 0) {
+        invalid("the collector (--gc-ms) never ran through the keys".to_owned());
     }
     for e in &outcome.exits {
         let killed = faults

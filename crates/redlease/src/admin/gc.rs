@@ -396,10 +396,12 @@ fn judge<'a>(
         LeftoverKind::FairQueue => {
             let state = states.first()?;
             let queued = (state.queue_len as usize).min(state.waiters.len());
-            let expired = state.waiters.iter().filter(|w| w.stale).count() as u64;
+            // The judge's planted bug (#40) takes live waiters too.
+            let planted = crate::plant::on(crate::plant::Plant::GcPrunesLiveWaiters);
+            let expired = state.waiters.iter().filter(|w| planted || w.stale).count() as u64;
             let dead = state.waiters[..queued]
                 .iter()
-                .take_while(|w| w.stale)
+                .take_while(|w| planted || w.stale)
                 .count() as u64;
             (expired > 0).then_some((state.queue_len, expired, dead))
         }
@@ -407,10 +409,12 @@ fn judge<'a>(
             let counted = states.iter().find(|s| s.key_type == "string");
             let state = counted.or(states.first())?;
             let now_ms = (state.server_time_us / 1_000) as f64;
+            // The judge's planted bug (#40) takes live permits too.
+            let planted = crate::plant::on(crate::plant::Plant::GcReclaimsLivePermits);
             let expired = state
                 .permits
                 .iter()
-                .filter(|p| p.expires_ms.is_some_and(|e| e <= now_ms))
+                .filter(|p| planted || p.expires_ms.is_some_and(|e| e <= now_ms))
                 .count() as u64;
             let dead = if counted.is_some() { expired } else { 0 };
             (expired > 0).then_some((state.permits_len, expired, dead))
