@@ -29,12 +29,13 @@ const SUBSCRIBE_WITHIN: Duration = Duration::from_secs(3);
 /// The findings of every master: the nodes that hold keys. The first
 /// node's `INFO` failing fails the whole examination (nothing can be
 /// said); a later one's is a finding.
-/// Also each node's server name and version, for the deployment's checks.
+/// Also each node's server name and version, and the masters themselves,
+/// for the deployment's checks.
 /// `sentinel_master` labels the one node under Sentinel.
 pub(super) async fn nodes(
     client: &Client,
     sentinel_master: Option<&str>,
-) -> Result<(Vec<Finding>, Vec<Server>), Error> {
+) -> Result<(Vec<Finding>, Vec<Server>, Vec<Node>), Error> {
     let conn = client.shared().conn();
     let masters = conn.masters().await.map_err(Error::from)?;
     let mut servers = Vec::new();
@@ -98,20 +99,20 @@ pub(super) async fn nodes(
             Err(e) => add(Check::RoundTrip, refused("PING", &e)),
         }
     }
-    Ok((findings, servers))
+    Ok((findings, servers, masters))
 }
 
 /// The deployment's findings: a cluster's slots and sharded pub/sub, the
 /// sentinels' quorum and replicas.
 pub(super) async fn deployment(
     client: &Client,
+    masters: &[Node],
     servers: &[Server],
     survey: Option<&[Said]>,
 ) -> Vec<Finding> {
     let conn = client.shared().conn();
     let mut findings = Vec::new();
     if conn.is_cluster() {
-        let masters = conn.masters().await.unwrap_or_default();
         let slots = match masters.first() {
             Some(node) => {
                 let reply = conn

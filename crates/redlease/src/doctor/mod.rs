@@ -249,9 +249,9 @@ pub async fn examine(client: &Client, probe: &str) -> Result<Report, Error> {
     crate::name::validate(probe)?;
     let survey = client.shared().conn().sentinel_survey().await;
     let master = survey.as_ref().map(|(master, _)| master.as_str());
-    let (mut findings, servers) = ask::nodes(client, master).await?;
+    let (mut findings, servers, masters) = ask::nodes(client, master).await?;
     let said = survey.as_ref().map(|(_, said)| said.as_slice());
-    findings.extend(ask::deployment(client, &servers, said).await);
+    findings.extend(ask::deployment(client, &masters, &servers, said).await);
     findings.extend(ask::rights(client, probe).await);
     Ok(Report { findings })
 }
