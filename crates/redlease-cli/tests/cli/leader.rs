@@ -180,3 +180,38 @@ fn watch_prints_each_change() {
     let status = wait(&mut watcher, LIMIT);
     assert_eq!(status.code(), Some(128 + 2));
 }
+
+/// On a cluster (#40): a command run while leading sees itself as the
+/// leader from another `redlease leader`, with its value and epoch, and
+/// nobody leads once it exits.
+#[test]
+fn issue_40_leads_on_a_cluster() {
+    let url = crate::support::cluster().url();
+    let name = unique("leader:cluster");
+    let seen = temp_dir("leader-cluster").join("seen.json");
+    let script = format!(
+        "{} --url '{url}' leader '{name}' --json > '{}'",
+        env!("CARGO_BIN_EXE_redlease"),
+        seen.display()
+    );
+    let out = output(
+        redlease(&url).args([
+            "leader",
+            &name,
+            "--campaign",
+            "node-c",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(json["leader"]["value"], "node-c", "{json}");
+    assert!(json["leader"]["epoch"].as_u64().is_some(), "{json}");
+    let out = output(redlease(&url).args(["leader", &name, "--json"]), LIMIT);
+    let after: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(after["leader"], Value::Null, "resigned");
+}
