@@ -28,7 +28,11 @@ use crate::connect::{LayoutArg, Target, admin_hint, fail};
 /// Rust clients. Fencing counters are kept (a later lock of the name goes
 /// on from them; a Redisson RFencedLock would restart at 1), as are unlock
 /// latches and request records (they expire in seconds). With --dry-run it
-/// only shows what it would remove, as `inspect --leftovers` does.
+/// only shows what it would remove, as `inspect --leftovers` does. Keys are
+/// known by their names, as Redisson names them: a zset `{NAME}:timeout`
+/// beside an integer `NAME` is an expirable semaphore's permits, so where
+/// the application keeps keys of its own that look so, give a --pattern
+/// of the lock names.
 #[derive(Debug, clap::Args)]
 pub(crate) struct GcArgs {
     /// Shows what would be removed; changes nothing.
