@@ -110,6 +110,7 @@ fn rejudge(dir: &Path) -> Result<run::RunReport, Box<dyn std::error::Error>> {
         let events = history::read_dir(&dir.join(phase.fault.as_str()))?;
         phase.judge(&events, params, wait_ms);
     }
+    report.judge_run();
     Ok(report)
 }
 

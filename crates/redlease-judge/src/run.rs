@@ -240,6 +240,15 @@ impl RunReport {
     pub(crate) fn failed(&self) -> bool {
         self.phases.iter().any(|p| !p.violations().is_empty())
     }
+
+    /// What is judged on the whole run once each phase is: a client kind
+    /// that acquired nothing in any phase (filed under the first phase).
+    pub(crate) fn judge_run(&mut self) {
+        let starved = validity::starved(self.phases.iter().map(|p| (&p.outcome, &p.check)));
+        if let Some(first) = self.phases.first_mut() {
+            first.check.violations.extend(starved);
+        }
+    }
 }
 
 /// A running client process.
@@ -475,7 +484,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error
         );
         phases.push(report);
     }
-    Ok(RunReport {
+    let mut report = RunReport {
         seed,
         clients: args.clients.clone(),
         lease_ms: args.lease_ms,
@@ -486,7 +495,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<RunReport, Box<dyn std::error::Error
         redis_version,
         guard: args.guard,
         phases,
-    })
+    };
+    report.judge_run();
+    Ok(report)
 }
 
 fn server_version(redis: &RedisServer) -> String {

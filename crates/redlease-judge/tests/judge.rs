@@ -3,10 +3,11 @@
 //! pass; and a run that could not do what it claims must not.
 //!
 //! A pass means the run was valid too: the judge itself fails a phase in
-//! which a client kind acquired nothing, a process exited badly, a fault's
-//! signal failed or no pause, kill or partition hit a holder, or a name
-//! could not be acquired once the faults stopped while the clients still
-//! contended (`check::validity`).
+//! which a client kind acquired nothing (and was refused nothing: one that
+//! only lost races must acquire in another phase), a process exited badly,
+//! a fault's signal failed or no pause, kill or partition hit a holder, or
+//! a name could not be acquired once the faults stopped while the clients
+//! still contended (`check::validity`).
 //!
 //! Needs PostgreSQL (`$DATABASE_URL`, as the other fencing tests), the
 //! Redisson driver of `scripts/redisson` and the redis-py venv of

@@ -128,6 +128,8 @@ pub(crate) struct History {
     pub(crate) permit_unknowns: BTreeMap<String, (u64, u64)>,
     /// Acquisitions per client kind.
     pub(crate) acquired_by: BTreeMap<String, u64>,
+    /// Acquires refused as busy, per client kind.
+    pub(crate) refused_by: BTreeMap<String, u64>,
 }
 
 /// Reads every process's events, in time order.
@@ -249,6 +251,9 @@ impl Process {
             }
             (Op::Acquire, _) => {
                 out.counts.busy += 1;
+                if e.ty == Type::Fail {
+                    *out.refused_by.entry(e.c.clone()).or_default() += 1;
+                }
                 request(invoke, Some(e), out);
             }
             (Op::Write, _) => out.fenced.push(Fenced {

@@ -255,6 +255,9 @@ pub(crate) struct Check {
     pub(crate) recovery_ms: Vec<(String, Option<u64>)>,
     /// Acquisitions per client kind.
     pub(crate) acquired_by: std::collections::BTreeMap<String, u64>,
+    /// Acquires refused as busy, per client kind.
+    #[serde(default)]
+    pub(crate) refused_by: std::collections::BTreeMap<String, u64>,
     /// Latch waits that saw their latch open.
     pub(crate) latch_opened: u64,
     /// Permits taken by acquires of unknown outcome that no release gave
@@ -282,6 +285,7 @@ pub(crate) fn check(events: &[Event], faults: &[Fault], finals: &Finals, params:
     let mut out = Check {
         counts: history.counts,
         acquired_by: history.acquired_by.clone(),
+        refused_by: history.refused_by.clone(),
         ..Check::default()
     };
     let blamed = blame::overlaps(&history.holds, faults, params);

@@ -642,6 +642,24 @@ fn an_invalid_run_fails() {
         v.iter().any(|l| l == "invalid run: j exited with 2"),
         "{v:?}"
     );
+    // A kind that lost every race (refused as busy) ran: valid in the
+    // phase, but a run in which it never acquired is not (stop 45's CI).
+    let mut lost_races = c.clone();
+    lost_races.refused_by.insert("redisson-rlock".to_owned(), 3);
+    let kinds = outcome(
+        &["redlease-async-redisson", "redisson-rlock"],
+        vec![exit("a", Some(0))],
+    );
+    let (v, _) = valid(&lost_races, FaultKind::None, &[], &kinds, 4000, 0);
+    assert!(v.is_empty(), "{:?}", lines(v));
+    let starved = super::validity::starved([(&kinds, &lost_races), (&kinds, &c)]);
+    assert_eq!(
+        lines(starved),
+        ["invalid run: redisson-rlock acquired nothing in the whole run"]
+    );
+    let mut won_once = c.clone();
+    won_once.acquired_by.insert("redisson-rlock".to_owned(), 1);
+    assert!(super::validity::starved([(&kinds, &lost_races), (&kinds, &won_once)]).is_empty());
     // A collector (#40) that never got through the keys.
     let mut idle = outcome(&["redlease-async-redisson"], vec![exit("a", Some(0))]);
     idle.gc = Some(crate::gc::GcTally {
