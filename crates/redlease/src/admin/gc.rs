@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::layout::{
     self, Derived, LEADER_PREFIX, LockState, REQUEST_PREFIX, UNLOCK_LATCH_PREFIX, derived_from,
-    permits_key_owner,
+    names_behind, permits_key_owner,
 };
 use crate::scripts::{commands, gc as scripts};
 
@@ -323,7 +323,7 @@ fn classify(key: &str) -> Option<(String, Class)> {
     if let Some(rest) = under(key, LEADER_PREFIX) {
         return Some((
             key.to_owned(),
-            class(LeftoverKind::LeaderRecord, names_of(rest)?),
+            class(LeftoverKind::LeaderRecord, names_behind(rest)?),
         ));
     }
     if under(key, UNLOCK_LATCH_PREFIX).is_some() {
@@ -346,7 +346,7 @@ fn classify(key: &str) -> Option<(String, Class)> {
         key.to_owned(),
         Class {
             kind: LeftoverKind::ReadTimeout,
-            names: names_of(base)?,
+            names: names_behind(base)?,
             field: Some(format!("{client}:{thread}")),
         },
     ))
@@ -355,22 +355,6 @@ fn classify(key: &str) -> Option<(String, Class)> {
 /// `rest` of `prefix:rest`.
 fn under<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
     key.strip_prefix(prefix)?.strip_prefix(':')
-}
-
-/// The names a `{name}` (or `name` with its own braces) part can stand
-/// for, as in [`derived_from`]; `None` without braces (then it is none of
-/// ours).
-fn names_of(braced: &str) -> Option<Vec<String>> {
-    if !braced.contains('{') {
-        return None;
-    }
-    let mut names = Vec::new();
-    let inner = braced.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
-    if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
-        names.push(inner.to_owned());
-    }
-    names.push(braced.to_owned());
-    Some(names)
 }
 
 /// Whether a classified key is a leftover, from the states of the names it

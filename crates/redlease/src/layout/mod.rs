@@ -269,17 +269,7 @@ pub fn permits_key(name: &str) -> String {
 /// assert_eq!(permits_key_owner("session:timeout"), None); // no `{`: no semaphore's
 /// ```
 pub fn permits_key_owner(key: &str) -> Option<Vec<String>> {
-    let base = key.strip_suffix(":timeout")?;
-    if !base.contains('{') {
-        return None;
-    }
-    let mut names = Vec::new();
-    let inner = base.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
-    if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
-        names.push(inner.to_owned());
-    }
-    names.push(base.to_owned());
-    Some(names)
+    names_behind(key.strip_suffix(":timeout")?)
 }
 
 /// The base of read-write lock `name`'s per-hold timeout keys, Redisson's
@@ -507,16 +497,24 @@ pub fn derived_from(key: &str) -> Option<(Derived, Vec<String>)> {
         let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
         Some((rest, *d))
     })?;
-    if !rest.contains('{') {
+    Some((derived, names_behind(rest)?))
+}
+
+/// The lock names a braced part of a derived key can stand for, the
+/// likelier first: `{a}` belongs to `a` or to `{a}` (braces are added only
+/// to a name without), a part with braces of its own only to itself;
+/// `None` without braces (no name of ours derives it).
+pub(crate) fn names_behind(braced: &str) -> Option<Vec<String>> {
+    if !braced.contains('{') {
         return None;
     }
     let mut names = Vec::new();
-    let inner = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
+    let inner = braced.strip_prefix('{').and_then(|r| r.strip_suffix('}'));
     if let Some(inner) = inner.filter(|i| !i.is_empty() && !i.contains('{')) {
         names.push(inner.to_owned());
     }
-    names.push(rest.to_owned());
-    Some((derived, names))
+    names.push(braced.to_owned());
+    Some(names)
 }
 
 /// Whether `key` is one of Redisson's short-lived keys beside a lock, which
