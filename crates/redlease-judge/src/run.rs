@@ -795,45 +795,11 @@ fn run_phase(
         + Duration::from_secs(5);
     let mut exits = Vec::new();
     for p in &mut procs {
-        let mut status = None;
-        while Instant::now() < grace {
-            if let Some(s) = p.child.try_wait()? {
-                status = Some(s);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let overran = status.is_none();
-        if overran {
-            eprintln!("redlease-judge: {} did not stop; killed", p.process);
-            signal_group("KILL", &p.child);
-            let _ = p.child.wait();
-        }
-        exits.push(Exit {
-            process: p.process.clone(),
-            code: status.and_then(|s| s.code()),
-            overran,
-        });
+        exits.push(stop_by(&mut p.child, &p.process, grace)?);
     }
     let gc = match (&mut collector, args.gc_ms) {
         (Some(child), Some(every)) => {
-            let mut status = None;
-            while Instant::now() < grace {
-                if let Some(s) = child.try_wait()? {
-                    status = Some(s);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if status.is_none() {
-                signal_group("KILL", child);
-                let _ = child.wait();
-            }
-            exits.push(Exit {
-                process: "gc".to_owned(),
-                code: status.and_then(|s| s.code()),
-                overran: status.is_none(),
-            });
+            exits.push(stop_by(child, "gc", grace)?);
             Some(crate::gc::tally(&gc_log, every))
         }
         _ => None,
@@ -875,6 +841,30 @@ fn run_phase(
     report.judge(&events, params(args), args.wait_ms);
     drop((group, cluster));
     Ok(report)
+}
+
+/// Waits for `child` (the process `process`) to stop by itself until
+/// `grace`, then kills it (its process group) and says it overran.
+fn stop_by(child: &mut Child, process: &str, grace: Instant) -> std::io::Result<Exit> {
+    let mut status = None;
+    while Instant::now() < grace {
+        if let Some(s) = child.try_wait()? {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let overran = status.is_none();
+    if overran {
+        eprintln!("redlease-judge: {process} did not stop; killed");
+        signal_group("KILL", child);
+        let _ = child.wait();
+    }
+    Ok(Exit {
+        process: process.to_owned(),
+        code: status.and_then(|s| s.code()),
+        overran,
+    })
 }
 
 fn params(args: &RunArgs) -> Params {
